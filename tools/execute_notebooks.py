@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Execute notebooks in place so the book's pages carry real outputs (plots included), then clean them.
+
+    python tools/execute_notebooks.py [nbs/03_generate.ipynb ...]    (default: every notebook in nbs/)
+
+Like `jupyter nbconvert --execute --inplace`, but cells marked `#| eval: false` are skipped, as nbdev_test
+and Quarto skip them. Slow cells run (their outputs are the plots); `#| gpu` cells are skipped unless
+--gpu is given. A cell that raises stops the run and nothing is written.
+"""
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class SkippingClient(NotebookClient):
+    "Runs every code cell except those with `#| eval: false` (and `#| gpu` ones when asked)."
+    skip_flags: tuple = ()
+
+    def _skip(self, cell) -> bool:
+        src = cell.source
+        if re.search(r'^#\|\s*eval:\s*false', src, re.M): return True
+        return any(re.search(rf'^#\|\s*{flag}\b', src, re.M) for flag in self.skip_flags)
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        if cell.cell_type == 'code' and self._skip(cell):
+            cell.outputs = []
+            return cell
+        return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('notebooks', nargs='*', type=Path)
+    ap.add_argument('--gpu', action='store_true', help='also run #| gpu cells')
+    ap.add_argument('--timeout', type=int, default=1800, help='seconds per cell')
+    args = ap.parse_args()
+    paths = args.notebooks or sorted((ROOT / 'nbs').glob('[0-9]*.ipynb'))
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        client = SkippingClient(nb, timeout=args.timeout, kernel_name='python3',
+                                resources={'metadata': {'path': str(path.parent)}})
+        client.skip_flags = () if args.gpu else ('gpu',)
+        print(f'executing {path} ...', flush=True)
+        client.execute()
+        nbformat.write(nb, path)
+    subprocess.run(['nbdev_clean'], cwd=ROOT, check=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
