@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -168,8 +168,9 @@ class TextGenerator:
         if params.n != 1: raise ValueError("n > 1 needs the engine of chapter 5; TextGenerator makes one completion")
         prompt_ids = self.encode(prompt, chat)
         if len(prompt_ids) >= self.max_model_len:
+            window = ' (capped at its sliding window)' if self.max_model_len == self.model.config.sliding_window else ''
             raise ValueError(f"prompt has {len(prompt_ids)} tokens, but the model's context is {self.max_model_len} "
-                             f"tokens (at least one must be left to generate)")
+                             f"tokens{window}; at least one must be left to generate")
         budget = self.max_model_len - len(prompt_ids)
         max_tokens = min(params.max_tokens or budget, budget)
         detok = IncrementalDetokenizer(self.tokenizer, params)

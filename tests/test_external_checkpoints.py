@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, GPT2TokenizerFast,
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer,
                           PreTrainedTokenizerFast)
 
 from nanollmserve.generate import TextGenerator
