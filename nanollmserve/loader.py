@@ -13,10 +13,10 @@ import torch
 
 from .model import CausalLM, LinearFactory, Linear, ModelConfig
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'DTYPES', 'FUSED', 'resolve_model_path', 'load_config', 'resolve_dtype', 'checkpoint_files', 'target_of',
+__all__ = ['DTYPES', 'FUSED', 'resolve_model_path', 'load_config', 'resolve_dtype', 'checkpoint_files', 'target_of',
            'load_weights', 'shards_needed', 'load_model', 'load_tokenizer']
 
 # %% ../nbs/01a_loader.ipynb #636594e2
@@ -90,7 +90,7 @@ def load_weights(model: CausalLM, path: Path) -> None:
                 if name == 'lm_head.weight' and model.lm_head is None: continue  # tied to the embeddings
                 target, shard = target_of(name)
                 if target not in params:
-                    log.warning("ignoring checkpoint tensor %s: the model has no such parameter", name); continue
+                    _log.warning("ignoring checkpoint tensor %s: the model has no such parameter", name); continue
                 param = params[target]
                 loader = getattr(param, 'weight_loader', None)
                 tensor = f.get_tensor(name).to(param.dtype)

@@ -14,13 +14,15 @@ import torch.nn.functional as F
 from torch import nn
 
 # %% auto #0
-__all__ = ['SUPPORTED_ARCHITECTURES', 'SUPPORTED_ROPE_TYPES', 'LinearFactory', 'ModelConfig', 'RMSNorm', 'Linear',
+__all__ = ['SUPPORTED_ARCHITECTURES', 'SUPPORTED_ROPE_TYPES', 'MODEL_TYPES', 'LinearFactory', 'ModelConfig', 'RMSNorm', 'Linear',
            'rope_inv_freq', 'RotaryEmbedding', 'apply_rope', 'AttentionBackend', 'sdpa', 'CausalAttention', 'Attention',
            'MLP', 'DecoderLayer', 'DecoderModel', 'CausalLM']
 
 # %% ../nbs/01_model.ipynb #ce741df3
 SUPPORTED_ARCHITECTURES = ('Qwen3ForCausalLM', 'Qwen2ForCausalLM', 'LlamaForCausalLM', 'MistralForCausalLM')
 SUPPORTED_ROPE_TYPES = ('default', 'linear', 'llama3', 'yarn')
+MODEL_TYPES = {'qwen3': 'Qwen3ForCausalLM', 'qwen2': 'Qwen2ForCausalLM', 'llama': 'LlamaForCausalLM',
+               'mistral': 'MistralForCausalLM'}  # for configs saved without `architectures`
 
 @dataclass
 class ModelConfig:
@@ -52,7 +54,7 @@ class ModelConfig:
     @classmethod
     def from_hf(cls, d: dict) -> ModelConfig:
         "Build from the dict of a `config.json`; raise `ValueError` naming anything unsupported."
-        archs = d.get('architectures') or []
+        archs = d.get('architectures') or [MODEL_TYPES.get(d.get('model_type'), d.get('model_type'))]
         arch = next((a for a in archs if a in SUPPORTED_ARCHITECTURES), None)
         if arch is None:
             raise ValueError(f"unsupported architecture {archs or d.get('model_type')!r}; "
