@@ -7,6 +7,7 @@ W1: N requests of random token ids, prompt and output lengths each uniform in [1
 ([100, 1024] on GPU), greedy, ignore_eos, fixed seed. Each system runs in its own subprocess on the same
 workload, so peak memory is its own. Reported: output tokens/s and the ratio to ours, and peak memory.
 - ours:       nanollmserve.LLM (continuous batching, paged KV cache)
+- ours-torch: the same with the PyTorch reference decode attention instead of the CPU kernel (opt-in)
 - hf-static:  transformers generate() in static batches (--hf-batch-size, default 16), left-padded; each
               request counts only the tokens it asked for
 - hf-single:  transformers generate() one request at a time, on the first --hf-single requests (default 8)
@@ -32,11 +33,12 @@ def peak_memory_mb(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # KiB on Linux
 
 
-def run_ours(w, args):
+def run_ours(w, args, attention_backend='auto'):
     import torch
     from nanollmserve.engine import LLM
     from nanollmserve.sampling import SamplingParams
-    llm = LLM(w['model'], dtype=args.dtype, device=args.device, max_num_seqs=args.max_num_seqs)
+    llm = LLM(w['model'], dtype=args.dtype, device=args.device, max_num_seqs=args.max_num_seqs,
+              attention_backend=attention_backend)
     prompts = [{'prompt_token_ids': p} for p in w['prompts']]
     params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in w['outputs']]
     llm.generate(prompts[:2], [SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)] * 2, use_tqdm=False)  # warm up
@@ -114,13 +116,14 @@ def run_vllm(w, args, wfile):
     python = args.vllm_python
     with tempfile.NamedTemporaryFile('w', suffix='.py', delete=False) as f: f.write(VLLM_DRIVER)
     env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'VLLM_CPU_KVCACHE_SPACE': os.environ.get('VLLM_CPU_KVCACHE_SPACE', '2')}
-    r = subprocess.run([python, f.name, wfile, json.dumps(vars(args))], capture_output=True, text=True, env=env, timeout=3600)
+    r = subprocess.run([python, f.name, wfile, json.dumps(vars(args))], capture_output=True, text=True, env=env, timeout=1200)
     line = next((l for l in r.stdout.splitlines() if l.startswith('RESULT ')), None)
     if line is None: raise RuntimeError(f"vLLM run failed: {(r.stderr or r.stdout)[-1500:]}")
     return json.loads(line[len('RESULT '):])
 
 
-RUNNERS = {'ours': run_ours, 'hf-static': run_hf_static, 'hf-single': run_hf_single}
+RUNNERS = {'ours': run_ours, 'ours-torch': lambda w, a: run_ours(w, a, 'torch'),
+           'hf-static': run_hf_static, 'hf-single': run_hf_single}
 
 
 def main():

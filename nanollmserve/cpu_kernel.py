@@ -29,6 +29,21 @@ KERNEL_SOURCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
+/* exp(x) for x <= 0 (scores minus their maximum), Cephes-style 2^n * p(r). Unlike expf it vectorises;
+   it agrees with expf to about one ulp (1.2e-7 relative). Below -87 it returns ~1e-38, not 0. */
+static inline float exp_nonpos(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    const float n = floorf(x * 1.44269504088896341f + 0.5f);
+    const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f; p = p * r + 8.3334519073e-3f; p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f; p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union { int32_t i; float f; } scale;
+    scale.i = ((int32_t)n + 127) << 23;
+    return p * scale.f;
+}
+
 /* q [B, Hq, D]; k_cache, v_cache [num_blocks, block_size, Hkv, D]; block_tables [B, max_blocks];
    context_lens [B]; out [B, Hq, D]. One query token per sequence; float32. */
 #define PAGED_DECODE(NAME, HEAD_DIM)                                                                    \
@@ -57,9 +72,12 @@ static void NAME(const float *q, const float *k_cache, const float *v_cache, con
         }                                                                                               \
         for (int h = 0; h < Hq; h++) {                                                                  \
             float *sh = scores + (int64_t)h * ctx, m = -INFINITY, sum = 0.f;                            \
+            _Pragma("omp simd reduction(max:m)")                                                        \
             for (int t = 0; t < ctx; t++) m = sh[t] > m ? sh[t] : m;                                    \
-            for (int t = 0; t < ctx; t++) { sh[t] = expf(sh[t] - m); sum += sh[t]; }                    \
+            _Pragma("omp simd reduction(+:sum)")                                                        \
+            for (int t = 0; t < ctx; t++) { sh[t] = exp_nonpos(sh[t] - m); sum += sh[t]; }              \
             const float inv = 1.f / sum;                                                                \
+            _Pragma("omp simd")                                                                         \
             for (int t = 0; t < ctx; t++) sh[t] *= inv;                                                 \
         }                                                                                               \
         float *ob = out + (int64_t)b * Hq * D;                                                          \
