@@ -12,7 +12,7 @@ import torch
 
 from .generate import IncrementalDetokenizer, load_eos_token_ids
 from .loader import load_model, load_tokenizer
-from .model import CausalLM, sdpa
+from .model import CausalLM, causal_attention, sdpa
 from .sampling import Sampler, SamplerOutput, SamplingParams
 from .scheduler import Scheduler, SchedulerOutput, Sequence
 
@@ -52,7 +52,6 @@ class RowAttention:
         self.starts = [s.num_computed_tokens for s in seqs]       # first position fed, per sequence
         self.num_new = num_new
         ctx = [st + n for st, n in zip(self.starts, num_new)]
-        self.ctx = ctx
         if num_decodes:
             self.dec_rows = torch.tensor(self.rows[:num_decodes], device=dev)
             self.dec_pos = torch.tensor(self.starts[:num_decodes], device=dev)
@@ -70,11 +69,7 @@ class RowAttention:
         off = d
         for row, start, n in zip(self.rows[d:], self.starts[d:], self.num_new[d:]):
             kc[row, start:start + n] = k[off:off + n]; vc[row, start:start + n] = v[off:off + n]
-            keys, values = kc[row, :start + n], vc[row, :start + n]
-            if start == 0: o = sdpa(q[off:off + n], keys, values, is_causal=True)
-            else:
-                mask = torch.arange(start + n, device=q.device)[None, :] <= torch.arange(start, start + n, device=q.device)[:, None]
-                o = sdpa(q[off:off + n], keys, values, mask=mask)
+            o = causal_attention(q[off:off + n], kc[row, :start + n], vc[row, :start + n], start)
             out[off:off + n] = o; off += n
         return out
 

@@ -14,7 +14,7 @@ from typing import Iterator
 import torch
 
 from .loader import load_model, load_tokenizer
-from .model import CausalAttention, CausalLM, sdpa
+from .model import CausalAttention, CausalLM, causal_attention
 from .sampling import Sampler, SamplingParams, make_generator
 
 # %% auto #0
@@ -48,11 +48,7 @@ class CachedAttention:
         self.cache.k[layer][:, self.start:end] = k
         self.cache.v[layer][:, self.start:end] = v
         keys, values = self.cache.k[layer][:, :end], self.cache.v[layer][:, :end]
-        if n == 1 or self.start == 0:  # one new token sees everything; a fresh prefill is plain causal
-            out = sdpa(q, keys, values, is_causal=n > 1)
-        else:  # new tokens see the cache and the new tokens up to themselves
-            mask = torch.arange(end, device=q.device)[None, :] <= torch.arange(self.start, end, device=q.device)[:, None]
-            out = sdpa(q, keys, values, mask=mask)
+        out = causal_attention(q, keys, values, self.start)
         return out if batched else out[0]
 
 # %% ../nbs/03_generate.ipynb #7ea2780a

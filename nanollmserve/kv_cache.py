@@ -11,7 +11,7 @@ from collections import deque
 
 import torch
 
-from .model import CausalLM, sdpa
+from .model import CausalLM, causal_attention, sdpa
 
 # %% auto #0
 __all__ = ['DecodeFn', 'BlockManager', 'bytes_per_block', 'available_cpu_memory', 'default_num_kv_blocks',
@@ -118,11 +118,7 @@ class PagedAttention:
         if d: out[:d] = self.cache.decode_fn(q[:d], kc, vc, self.block_tables, self.context_lens, q.shape[-1] ** -0.5)
         off = d
         for start, n, ctx_slots in self.prefills:
-            keys, values = flat_k[ctx_slots], flat_v[ctx_slots]
-            if start == 0: o = sdpa(q[off:off + n], keys, values, is_causal=True)
-            else:
-                mask = torch.arange(start + n, device=q.device)[None, :] <= torch.arange(start, start + n, device=q.device)[:, None]
-                o = sdpa(q[off:off + n], keys, values, mask=mask)
+            o = causal_attention(q[off:off + n], flat_k[ctx_slots], flat_v[ctx_slots], start)
             out[off:off + n] = o; off += n
         return out
 

@@ -15,8 +15,8 @@ from torch import nn
 
 # %% auto #0
 __all__ = ['SUPPORTED_ARCHITECTURES', 'SUPPORTED_ROPE_TYPES', 'MODEL_TYPES', 'LinearFactory', 'ModelConfig', 'RMSNorm', 'Linear',
-           'rope_inv_freq', 'RotaryEmbedding', 'apply_rope', 'AttentionBackend', 'sdpa', 'CausalAttention', 'Attention',
-           'MLP', 'DecoderLayer', 'DecoderModel', 'CausalLM']
+           'rope_inv_freq', 'RotaryEmbedding', 'apply_rope', 'AttentionBackend', 'sdpa', 'causal_attention',
+           'CausalAttention', 'Attention', 'MLP', 'DecoderLayer', 'DecoderModel', 'CausalLM']
 
 # %% ../nbs/01_model.ipynb #ce741df3
 SUPPORTED_ARCHITECTURES = ('Qwen3ForCausalLM', 'Qwen2ForCausalLM', 'LlamaForCausalLM', 'MistralForCausalLM')
@@ -201,9 +201,16 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor |
                                          is_causal=is_causal, enable_gqa=q.shape[2] != k.shape[2]).transpose(1, 2)
     return out[0] if unbatched else out
 
+def causal_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, start: int = 0) -> torch.Tensor:
+    "New tokens at positions `start…` over keys/values of positions `0…`: each sees every earlier token and itself."
+    n = q.shape[-3]
+    if n == 1 or start == 0: return sdpa(q, keys, values, is_causal=n > 1)
+    mask = torch.arange(start + n, device=q.device)[None, :] <= torch.arange(start, start + n, device=q.device)[:, None]
+    return sdpa(q, keys, values, mask=mask)
+
 class CausalAttention:
     "No cache: every token attends to the tokens up to itself in the same call."
-    def __call__(self, layer, q, k, v): return sdpa(q, k, v, is_causal=True)
+    def __call__(self, layer, q, k, v): return causal_attention(q, k, v)
 
 # %% ../nbs/01_model.ipynb #a5695379
 class Attention(nn.Module):
