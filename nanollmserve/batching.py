@@ -24,7 +24,7 @@ class PaddedAttention:
         self.cache, self.start, self.real = cache, start, real   # real: [batch, max_len] bool
 
     def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        n, end = q.shape[1], self.start + q.shape[1]
+        end = self.start + q.shape[1]
         self.cache.k[layer][:, self.start:end] = k
         self.cache.v[layer][:, self.start:end] = v
         cols = torch.arange(end, device=q.device)

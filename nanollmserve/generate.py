@@ -41,7 +41,7 @@ class CachedAttention:
         self.cache, self.start = cache, start
 
     def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        n, end = q.shape[-3], self.start + q.shape[-3]
+        end = self.start + q.shape[-3]
         if end > self.cache.max_len: raise ValueError(f"KV cache holds {self.cache.max_len} positions, asked for {end}")
         batched = q.dim() == 4
         if not batched: q, k, v = q[None], k[None], v[None]

@@ -5,8 +5,6 @@
 # %% ../nbs/06_paged_attention.ipynb #65bdf84f
 from __future__ import annotations
 
-import math
-import os
 from collections import deque
 
 import torch
