@@ -93,10 +93,10 @@ class ModelRunner:
         hidden = self.model(input_ids, positions, self.cache.attention(seqs, num_new, sched.num_decodes))
         logits = self.model.compute_logits(hidden[torch.tensor(last, device=self.device)])
         params = [s.params for s in seqs]
-        penalties = any(p.has_penalties for p in params)
+        history = any(p.has_penalties or p.logits_processors for p in params)
         out = self.sampler(logits, params, [s.generator for s in seqs],
-                           [s.prompt_token_ids for s in seqs] if penalties else None,
-                           [s.output_token_ids for s in seqs] if penalties else None)
+                           [s.prompt_token_ids for s in seqs] if history else None,
+                           [s.output_token_ids for s in seqs] if history else None)
         for seq, n in zip(seqs, num_new): seq.num_computed_tokens += n
         return out
 
@@ -149,6 +149,7 @@ class RequestOutput:
     outputs: list[CompletionOutput]
     finished: bool
     metrics: dict = field(default_factory=dict)   # monotonic times: arrival, first_token, finished
+    error: str | None = None                      # set when the request failed (its outputs end with 'error')
 
 @dataclass
 class _Request:
@@ -157,6 +158,7 @@ class _Request:
     prompt_token_ids: list[int]
     seqs: list[Sequence]
     stream: bool
+    error: str | None = None
 
 # %% ../nbs/05a_engine.ipynb #d2b8d022
 class LLMEngine:
@@ -182,6 +184,7 @@ class LLMEngine:
         self.scheduler = Scheduler(self.cache, args.max_num_seqs, self.max_num_batched_tokens)
         self.runner = ModelRunner(net, self.cache)
         self.requests: dict[str, _Request] = {}
+        self.num_aborted_requests = 0
 
     def _make_cache(self):
         a = self.args
@@ -230,6 +233,7 @@ class LLMEngine:
     def abort_request(self, request_id: str) -> None:
         "Stop a request wherever it is and free its cache; unknown ids are ignored."
         req = self.requests.pop(request_id, None)
+        self.num_aborted_requests += req is not None
         for seq in (req.seqs if req else []):
             if not seq.is_finished: self.scheduler.finish(seq, 'abort')
 
@@ -241,13 +245,19 @@ class LLMEngine:
         if not sched.seqs: return []
         sampled = self.runner.run(sched)
         now, touched = time.monotonic(), {}
-        for seq, token, lp, top in zip(sched.seqs, sampled.token_ids, sampled.logprobs, sampled.top_logprobs):
-            seq.token_ids.append(token)
-            if seq.first_token_time is None: seq.first_token_time = now
-            if seq.logprobs is not None: seq.logprobs.append({token: lp, **dict(top)})
-            reason = self._stop_reason(seq, token)
-            if reason: self._finish(seq, reason)
-            touched[seq.request_id] = self.requests[seq.request_id]
+        errors = sampled.errors or [None] * len(sched.seqs)
+        for seq, token, lp, top, error in zip(sched.seqs, sampled.token_ids, sampled.logprobs, sampled.top_logprobs, errors):
+            req = touched[seq.request_id] = self.requests[seq.request_id]
+            if seq.is_finished: continue     # a sibling's error already failed the request this step
+            try:
+                if error is not None: raise error
+                seq.token_ids.append(token)
+                if seq.first_token_time is None: seq.first_token_time = now
+                if seq.logprobs is not None: seq.logprobs.append({token: lp, **dict(top)})
+                reason = self._stop_reason(seq, token)
+                if reason: self._finish(seq, reason)
+            except Exception as e:          # fail this request only; everyone else carries on
+                self._fail(req, e)
         outputs = []
         for rid, req in touched.items():
             done = all(s.is_finished for s in req.seqs)
@@ -272,6 +282,12 @@ class LLMEngine:
         self.scheduler.finish(seq, reason)
         seq.finish_time = time.monotonic()
 
+    def _fail(self, req: _Request, error: Exception) -> None:
+        "A request hit an error: finish all its sequences with reason 'error' and free their cache."
+        req.error = f"{type(error).__name__}: {error}"
+        for s in req.seqs:
+            if not s.is_finished: self.scheduler.finish(s, 'error')
+
     def _output(self, req: _Request, finished: bool) -> RequestOutput:
         outs = [CompletionOutput(s.index, s.text, s.output_token_ids, s.finish_reason, s.logprobs,
                                  sum(d[t] for d, t in zip(s.logprobs, s.output_token_ids)) if s.logprobs is not None else None)
@@ -279,7 +295,7 @@ class LLMEngine:
         s0 = req.seqs[0]
         metrics = dict(arrival_time=s0.arrival_time, first_token_time=min((s.first_token_time or 0) for s in req.seqs),
                        finished_time=time.monotonic() if finished else None)
-        return RequestOutput(req.request_id, req.prompt, req.prompt_token_ids, outs, finished, metrics)
+        return RequestOutput(req.request_id, req.prompt, req.prompt_token_ids, outs, finished, metrics, req.error)
 
 # %% ../nbs/05a_engine.ipynb #169ce633
 class LLM:

@@ -48,6 +48,7 @@ class SamplingParams:
     logprobs: int | None = None         # return the sampled token's logprob and this many top alternatives
     skip_special_tokens: bool = True    # leave special tokens out of the text
     include_stop_str_in_output: bool = False
+    logits_processors: list | None = None  # callables (output_token_ids, logits[vocab]) -> logits, applied first
 
     def __post_init__(self):
         if isinstance(self.stop, str): self.stop = [self.stop]
@@ -72,6 +73,8 @@ class SamplingParams:
                f"must be non-negative integers, got {self.stop_token_ids!r}")
         _check(self.logprobs is None or (_is_int(self.logprobs) and 0 <= self.logprobs <= MAX_LOGPROBS), 'logprobs',
                f"must be an integer in [0, {MAX_LOGPROBS}], got {self.logprobs!r}")
+        self.logits_processors = list(self.logits_processors or [])
+        _check(all(callable(f) for f in self.logits_processors), 'logits_processors', 'must be callables')
         if self.top_k == -1: self.top_k = 0
 
     @property
@@ -120,6 +123,7 @@ class SamplerOutput:
     token_ids: list[int]
     logprobs: list[float | None]                            # logprob of the chosen token, per row
     top_logprobs: list[list[tuple[int, float]] | None]     # [(token_id, logprob)] best first, per row
+    errors: list[Exception | None] | None = None            # a row's logits processor raised (its token is void)
 
 class Sampler:
     "Picks one token per row of a logits batch, each row with its own `SamplingParams` and generator."
@@ -130,6 +134,9 @@ class Sampler:
         logits = logits.float()
         want_logprobs = [p.logprobs is not None for p in params]
         raw_logprobs = logits.log_softmax(dim=-1) if any(want_logprobs) else None
+        errors = None
+        if any(p.logits_processors for p in params):
+            logits, errors = self.apply_processors(logits.clone(), params, output_ids or [[]] * rows)
         if any(p.has_penalties for p in params):
             logits = apply_penalties(logits.clone(), params, prompt_ids or [[]] * rows, output_ids or [[]] * rows)
         tokens = logits.argmax(dim=-1)
@@ -145,7 +152,19 @@ class Sampler:
                 values, ids = raw_logprobs[i].topk(params[i].logprobs)
                 top[i] = list(zip(ids.tolist(), values.tolist()))
             else: top[i] = []
-        return SamplerOutput(token_ids, lp, top)
+        return SamplerOutput(token_ids, lp, top, errors)
+
+    @staticmethod
+    def apply_processors(logits: torch.Tensor, params: list[SamplingParams], output_ids: list[list[int]]):
+        "Run each row's logits processors; a row whose processor raises gets its error recorded, not raised."
+        errors = [None] * len(params)
+        for i, p in enumerate(params):
+            try:
+                for proc in p.logits_processors: logits[i] = proc(output_ids[i], logits[i])
+            except Exception as e:
+                errors[i] = e
+                logits[i] = 0.0   # any finite row: its token is discarded
+        return logits, errors
 
     def sample(self, logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None]) -> torch.Tensor:
         "Temperature, top-k/top-p/min-p, then one draw per row (seeded rows from their own generator)."

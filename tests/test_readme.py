@@ -1,0 +1,50 @@
+"""The README's quick start, run as written: `nanollmserve serve` with no arguments (port 8000, the embedded
+default model), then the README's curl command and its `openai` client snippet, verbatim."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+README = (Path(__file__).resolve().parent.parent / 'README.md').read_text()
+
+
+def block(lang: str, needle: str) -> str:
+    return next(b for b in re.findall(rf"```{lang}\n(.*?)\n```", README, re.S) if needle in b)
+
+
+@pytest.fixture(scope='module')
+def default_server():
+    with socket.socket() as s:
+        if s.connect_ex(('127.0.0.1', 8000)) == 0: pytest.skip("port 8000 is in use")
+    serve_cmd = block('sh', 'nanollmserve serve').split('&&')[-1].strip()   # the part after the install
+    proc = subprocess.Popen(serve_cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if proc.poll() is not None: raise RuntimeError(proc.stdout.read())
+        try:
+            if httpx.get('http://127.0.0.1:8000/health', timeout=1).status_code == 200: break
+        except httpx.HTTPError: time.sleep(0.5)
+    yield proc
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(30)
+
+
+def test_readme_curl(default_server):
+    r = subprocess.run(block('sh', 'curl '), shell=True, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    reply = json.loads(r.stdout)
+    assert reply['object'] == 'chat.completion' and reply['choices'][0]['message']['role'] == 'assistant'
+
+
+def test_readme_openai_snippet(default_server):
+    r = subprocess.run([sys.executable, '-c', block('python', 'OpenAI(')], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,262 @@
+"""The OpenAI-compatible server, tested as users meet it: a real `nanollmserve serve` process on a free port,
+a tiny checkpoint, the official `openai` client and raw HTTP."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import openai
+import pytest
+
+from nanollmserve import LLM, SamplingParams
+from nanollmserve.testing import make_tiny_checkpoint
+
+MODEL = 'tiny-qwen3'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+
+class Server:
+    "A `nanollmserve serve` subprocess; waits until /health answers."
+    def __init__(self, path, *extra):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, '-m', 'nanollmserve.cli', 'serve', '--model', str(path),
+                                      '--served-model-name', MODEL, '--port', str(self.port), '--log-level', 'warning', *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            if self.proc.poll() is not None: raise RuntimeError(f"server exited: {self.proc.stdout.read()}")
+            try:
+                if httpx.get(self.url + '/health', timeout=1).status_code == 200: return
+            except httpx.HTTPError: pass
+            time.sleep(0.3)
+        raise RuntimeError("server did not start")
+
+    def stats(self) -> dict: return httpx.get(self.url + '/stats').json()
+
+    def wait_idle(self, timeout=30) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = self.stats()
+            if s['num_requests_running'] == 0 and s['num_requests_waiting'] == 0 and s['kv_free_blocks'] == s['kv_total_blocks']:
+                return s
+            time.sleep(0.1)
+        raise AssertionError(f"server not idle: {self.stats()}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try: self.proc.wait(30)
+            except subprocess.TimeoutExpired: self.proc.kill()
+
+
+@pytest.fixture(scope='module')
+def ckpt(tmp_path_factory):
+    return make_tiny_checkpoint(tmp_path_factory.mktemp('ckpt') / 'qwen3', 'qwen3')
+
+
+@pytest.fixture(scope='module')
+def server(ckpt):
+    s = Server(ckpt, '--num-kv-blocks', '1024', '--max-num-seqs', '64')
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope='module')
+def client(server): return openai.OpenAI(base_url=server.url + '/v1', api_key='unused', max_retries=0)
+
+
+@pytest.fixture(scope='module')
+def offline(ckpt): return LLM(str(ckpt), num_kv_blocks=1024)
+
+
+def chat_ids(llm, messages):
+    text = llm.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return {'prompt_token_ids': llm.tokenizer.encode(text, add_special_tokens=False)}
+
+
+def test_models_health_version(server, client):
+    assert [m.id for m in client.models.list().data] == [MODEL]
+    assert httpx.get(server.url + '/health').status_code == 200
+    assert 'version' in httpx.get(server.url + '/version').json()
+
+
+def test_completions_equal_offline(client, offline):
+    prompt = "The quick brown fox"
+    ref = offline.generate(prompt, SamplingParams(temperature=0, max_tokens=20), use_tqdm=False)[0]
+    r = client.completions.create(model=MODEL, prompt=prompt, max_tokens=20, temperature=0)
+    assert r.choices[0].text == ref.outputs[0].text
+    assert r.choices[0].finish_reason == ref.outputs[0].finish_reason
+    assert r.usage.prompt_tokens == len(ref.prompt_token_ids) and r.usage.completion_tokens == len(ref.outputs[0].token_ids)
+    chunks = list(client.completions.create(model=MODEL, prompt=prompt, max_tokens=20, temperature=0, stream=True,
+                                            stream_options={'include_usage': True}))
+    assert ''.join(c.choices[0].text for c in chunks if c.choices) == ref.outputs[0].text
+    assert chunks[-1].usage.completion_tokens == len(ref.outputs[0].token_ids)
+    echo = client.completions.create(model=MODEL, prompt=prompt, max_tokens=5, temperature=0, echo=True)
+    assert echo.choices[0].text.startswith(prompt)
+
+
+def test_completions_shapes(client):
+    r = client.completions.create(model=MODEL, prompt=["one", "two"], n=2, max_tokens=4, temperature=1.0, seed=3,
+                                  stop=["zzz"], presence_penalty=0.5, frequency_penalty=0.5, logprobs=2,
+                                  extra_body={'top_k': 20, 'min_p': 0.01, 'repetition_penalty': 1.1, 'ignore_eos': True})
+    assert sorted(c.index for c in r.choices) == [0, 1, 2, 3]
+    for c in r.choices:
+        assert c.finish_reason == 'length' and len(c.logprobs.tokens) == 4 and len(c.logprobs.top_logprobs[0]) >= 2
+    r2 = client.completions.create(model=MODEL, prompt=[5, 6, 7], max_tokens=3, temperature=0)
+    assert r2.usage.prompt_tokens == 3
+
+
+def test_chat_equal_offline(client, offline):
+    messages = [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'What is a KV cache?'}]
+    ref = offline.generate(chat_ids(offline, messages), SamplingParams(temperature=0, max_tokens=24), use_tqdm=False)[0]
+    r = client.chat.completions.create(model=MODEL, messages=messages, max_completion_tokens=24, temperature=0)
+    assert r.choices[0].message.content == ref.outputs[0].text and r.choices[0].message.role == 'assistant'
+    assert r.usage.prompt_tokens == len(ref.prompt_token_ids)
+    stream = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=24, temperature=0, stream=True)
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == 'assistant'
+    assert ''.join(c.choices[0].delta.content or '' for c in chunks) == ref.outputs[0].text
+    assert chunks[-1].choices[0].finish_reason == ref.outputs[0].finish_reason
+    lp = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=3, temperature=0, logprobs=True, top_logprobs=2)
+    assert len(lp.choices[0].logprobs.content) == 3 and len(lp.choices[0].logprobs.content[0].top_logprobs) == 2
+
+
+def test_responses_equal_chat(client, offline):
+    messages = [{'role': 'system', 'content': 'Answer.'}, {'role': 'user', 'content': 'Name a color.'}]
+    ref = offline.generate(chat_ids(offline, messages), SamplingParams(temperature=0, max_tokens=16), use_tqdm=False)[0]
+    r = client.responses.create(model=MODEL, instructions='Answer.', input='Name a color.', max_output_tokens=16, temperature=0)
+    assert r.output_text == ref.outputs[0].text
+    assert r.usage.output_tokens == len(ref.outputs[0].token_ids)
+    events = list(client.responses.create(model=MODEL, instructions='Answer.', input=[{'role': 'user', 'content': 'Name a color.'}],
+                                          max_output_tokens=16, temperature=0, stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[:4] == ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']
+    assert kinds[-4:] == ['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']
+    assert set(kinds[4:-4]) <= {'response.output_text.delta'}
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert ''.join(e.delta for e in events if e.type == 'response.output_text.delta') == ref.outputs[0].text
+    assert events[-1].response.output_text == ref.outputs[0].text
+
+
+def test_tokenize_detokenize(server, offline):
+    r = httpx.post(server.url + '/tokenize', json={'prompt': 'Hello, world'}).json()
+    assert r['tokens'] == offline.tokenizer.encode('Hello, world') and r['count'] == len(r['tokens'])
+    assert httpx.post(server.url + '/detokenize', json={'tokens': r['tokens']}).json()['prompt'] == 'Hello, world'
+
+
+def test_concurrent_streams_equal_sequential(server, client):
+    prompts = [f"Client {i} asks about batching number {i * 7}" for i in range(32)]
+
+    def stream(p):
+        return ''.join(c.choices[0].text for c in client.completions.create(model=MODEL, prompt=p, max_tokens=24, temperature=0,
+                                                                             stream=True) if c.choices)
+    one_by_one = [stream(p) for p in prompts]
+    with ThreadPoolExecutor(32) as pool: together = list(pool.map(stream, prompts))
+    assert together == one_by_one
+    server.wait_idle()
+
+
+def post(server, path, body, **kw):
+    return httpx.post(server.url + path, content=body if isinstance(body, (bytes, str)) else json.dumps(body),
+                      headers={'Content-Type': 'application/json', **kw.pop('headers', {})}, timeout=60, **kw)
+
+
+@pytest.mark.parametrize('path,body,status,param', [
+    ('/v1/completions', b'{"prompt": "x",', 400, None),
+    ('/v1/completions', {'prompt': 'x', 'temperature': -1}, 400, 'temperature'),
+    ('/v1/completions', {'prompt': 'x', 'top_p': 2}, 400, 'top_p'),
+    ('/v1/completions', {'prompt': 'x', 'n': 0}, 400, 'n'),
+    ('/v1/completions', {'prompt': 'x', 'max_tokens': 'ten'}, 400, 'max_tokens'),
+    ('/v1/completions', {'prompt': 'hello ' * 2000}, 400, 'prompt'),
+    ('/v1/completions', {'prompt': ''}, 400, None),
+    ('/v1/completions', {'prompt': 'x', 'logit_bias': {'1': 5}}, 400, 'logit_bias'),
+    ('/v1/completions', {'prompt': 'x', 'model': 'no-such-model'}, 404, 'model'),
+    ('/v1/chat/completions', {'messages': []}, 400, 'messages'),
+    ('/v1/chat/completions', {'messages': [{'role': 'user', 'content': 'x'}], 'response_format': {'type': 'json_object'}}, 400, 'response_format'),
+    ('/v1/chat/completions', {'messages': [{'role': 'user', 'content': 'x'}], 'model': 'gpt-4'}, 404, 'model'),
+    ('/v1/responses', {'input': 42}, 400, 'input'),
+])
+def test_bad_input(server, path, body, status, param):
+    r = post(server, path, body)
+    assert r.status_code == status, r.text
+    err = r.json()['error']
+    assert set(err) == {'message', 'type', 'param', 'code'} and err['code'] == status and err['message']
+    if param: assert err['param'] == param
+    server.wait_idle()
+
+
+def test_unknown_fields_ignored(server):
+    r = post(server, '/v1/completions', {'prompt': 'x', 'max_tokens': 2, 'user': 'u1', 'some_future_field': True})
+    assert r.status_code == 200 and r.json()['usage']['completion_tokens'] <= 2
+
+
+def test_stream_disconnect_frees_blocks(server):
+    aborted = server.stats()['num_aborted_requests']
+    body = {'prompt': 'A long story', 'max_tokens': 2000, 'ignore_eos': True, 'stream': True}
+    with httpx.stream('POST', server.url + '/v1/completions', json=body, timeout=60) as r:
+        lines = r.iter_lines()
+        got = [next(lines) for _ in range(6)]
+        assert any(l.startswith('data: ') for l in got)
+        assert server.stats()['num_requests_running'] == 1
+    assert server.wait_idle()['num_aborted_requests'] == aborted + 1
+
+
+def test_nonstreaming_disconnect_frees_blocks(server):
+    aborted = server.stats()['num_aborted_requests']
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server.url + '/v1/completions', json={'prompt': 'A long story', 'max_tokens': 3000, 'ignore_eos': True}, timeout=1.0)
+    assert server.wait_idle()['num_aborted_requests'] == aborted + 1
+
+
+@pytest.fixture(scope='module')
+def guarded(ckpt):
+    s = Server(ckpt, '--num-kv-blocks', '512', '--max-num-seqs', '1', '--max-waiting', '1', '--api-key', 'sekret')
+    yield s
+    s.stop()
+
+
+def test_api_key(guarded):
+    for headers in ({}, {'Authorization': 'Bearer wrong'}):
+        r = post(guarded, '/v1/completions', {'prompt': 'x', 'max_tokens': 2}, headers=headers)
+        assert r.status_code == 401 and r.json()['error']['code'] == 401
+    ok = openai.OpenAI(base_url=guarded.url + '/v1', api_key='sekret', max_retries=0)
+    assert ok.completions.create(model=MODEL, prompt='x', max_tokens=2).usage.completion_tokens <= 2
+    assert httpx.get(guarded.url + '/health').status_code == 200
+
+
+def test_queue_full_503(guarded):
+    body = {'prompt': 'x', 'max_tokens': 150, 'ignore_eos': True}
+    auth = {'Authorization': 'Bearer sekret'}
+    with ThreadPoolExecutor(6) as pool:
+        codes = list(pool.map(lambda _: post(guarded, '/v1/completions', body, headers=auth).status_code, range(6)))
+    assert 200 in codes and 503 in codes, codes
+    guarded.wait_idle()
+
+
+def test_shutdown_with_request_in_flight(ckpt):
+    s = Server(ckpt, '--num-kv-blocks', '256', '--max-num-seqs', '4')
+    errors = []
+
+    def long_stream():
+        try:
+            with httpx.stream('POST', s.url + '/v1/completions', json={'prompt': 'x', 'max_tokens': 3000, 'ignore_eos': True,
+                                                                       'stream': True}, timeout=60) as r:
+                for _ in r.iter_lines(): pass
+        except httpx.HTTPError as e: errors.append(e)
+    t = threading.Thread(target=long_stream); t.start()
+    time.sleep(1.5)
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.proc.wait(30) is not None
+    t.join(30)
+    assert not t.is_alive()
