@@ -9,7 +9,6 @@ import asyncio
 import logging
 import queue
 import threading
-import time
 import uuid
 from typing import AsyncIterator
 

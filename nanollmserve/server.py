@@ -9,7 +9,6 @@ import asyncio
 import json
 import time
 import uuid
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse

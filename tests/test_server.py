@@ -1,7 +1,6 @@
 """The OpenAI-compatible server, tested as users meet it: a real `nanollmserve serve` process on a free port,
 a tiny checkpoint, the official `openai` client and raw HTTP."""
 import json
-import os
 import signal
 import socket
 import subprocess
