@@ -19,8 +19,9 @@ from .sampling import SamplingParams, SamplingParamsError
 # %% auto #0
 __all__ = ['UNSUPPORTED', 'NUM', 'APIError', 'bad_request', 'error_response', 'refuse_unsupported', 'field', 'sampling_params',
            'completion_prompts', 'message_text', 'chat_prompt', 'Generation', 'collect', 'token_str',
-           'completion_logprobs', 'chat_logprobs', 'sse', 'APIKeyMiddleware', 'ServerState', 'read_json', 'build_app',
-           'stream_options', 'completions', 'chat_completions', 'responses_messages', 'responses']
+           'completion_logprobs', 'chat_logprobs', 'sse', 'event_stream', 'APIKeyMiddleware', 'ServerState',
+           'read_json', 'build_app', 'stream_options', 'completions', 'chat_completions', 'responses_messages',
+           'responses']
 
 # %% ../nbs/09a_server.ipynb #22085bb2
 class APIError(Exception):
@@ -232,6 +233,16 @@ def sse(data: dict | str, event: str | None = None) -> str:
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return (f"event: {event}\n" if event else '') + f"data: {payload}\n\n"
 
+def event_stream(events, done: bool = True) -> StreamingResponse:
+    "Stream SSE events; an error after the stream has started is sent as an error event (the status is already 200)."
+    async def guarded():
+        try:
+            async for e in events: yield e
+        except APIError as e:
+            yield sse({'error': {'message': e.message, 'type': e.type, 'param': e.param, 'code': e.status}}, event=None if done else 'error')
+            if done: yield sse('[DONE]')
+    return StreamingResponse(guarded(), media_type='text/event-stream')
+
 class APIKeyMiddleware:
     """401 on /v1/* unless the request carries `Authorization: Bearer <key>`. A plain ASGI middleware:
     Starlette's BaseHTTPMiddleware would hide client disconnects from the handlers."""
@@ -378,7 +389,7 @@ async def completions(state: ServerState, request: Request):
                 yield sse(chunk([{'index': idx, 'text': text, 'logprobs': lp, 'finish_reason': finish}]))
             if include_usage: yield sse(chunk([], gen.usage()))
             yield sse('[DONE]')
-        return StreamingResponse(events(), media_type='text/event-stream')
+        return event_stream(events())
 
     choices = await collect(gen, request)
     out = []
@@ -422,7 +433,7 @@ async def chat_completions(state: ServerState, request: Request):
                     yield sse(envelope('chat.completion.chunk', [{'index': idx, 'delta': {}, 'logprobs': None, 'finish_reason': finish}]))
             if include_usage: yield sse(envelope('chat.completion.chunk', [], gen.usage()))
             yield sse('[DONE]')
-        return StreamingResponse(events(), media_type='text/event-stream')
+        return event_stream(events())
 
     choices = await collect(gen, request)
     out = [{'index': idx, 'message': {'role': 'assistant', 'content': c['text']},
@@ -491,7 +502,7 @@ async def responses(state: ServerState, request: Request):
             yield ev('response.content_part.done', item_id=msg_id, output_index=0, content_index=0, part=part(text))
             yield ev('response.output_item.done', output_index=0, item=item(text, status))
             yield ev('response.completed', response=response(status, [item(text, status)], finish))
-        return StreamingResponse(events(), media_type='text/event-stream')
+        return event_stream(events(), done=False)
 
     choices = await collect(gen, request)
     c = choices[0]
