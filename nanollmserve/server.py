@@ -56,7 +56,8 @@ def field(body: dict, name: str, types, default=None, check=None, message: str =
     "A body field of the given type(s), or `default`; 400 naming the field if it is malformed."
     value = body.get(name, default)
     if value is None: return default
-    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)))
+    allowed = types if isinstance(types, tuple) else (types,)
+    ok = isinstance(value, allowed) and (bool in allowed or not isinstance(value, bool))   # True is not a number here
     if not ok or (check and not check(value)):
         raise bad_request(f"'{name}' {message or 'has an invalid value'}: {value!r}", name)
     return value
