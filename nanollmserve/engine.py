@@ -42,6 +42,7 @@ class ContiguousKVCache:
         if seq.block_table: self.free_rows.append(seq.block_table[0]); seq.block_table = []
 
     def attention(self, seqs, num_new, num_decodes) -> 'RowAttention': return RowAttention(self, seqs, num_new, num_decodes)
+    def computed(self, seqs) -> None: pass     # rows are never shared
 
 class RowAttention:
     "Backend for one step over `ContiguousKVCache`: write K/V into rows, then attend."
@@ -81,24 +82,27 @@ class ModelRunner:
         self.device = next(model.parameters()).device
 
     @torch.inference_mode()
-    def run(self, sched: SchedulerOutput) -> SamplerOutput:
+    def run(self, sched: SchedulerOutput) -> tuple[list[Sequence], SamplerOutput | None]:
+        "One forward pass; returns the sequences that got a new token and the sampler's output for them."
         seqs, num_new = sched.seqs, sched.num_new
-        ids, pos, last, off = [], [], [], -1
+        ids, pos, last, sampling, off = [], [], [], [], -1
         for seq, n in zip(seqs, num_new):
             start = seq.num_computed_tokens
             ids.extend(seq.token_ids[start:start + n]); pos.extend(range(start, start + n))
-            off += n; last.append(off)
+            off += n
+            if start + n == seq.num_tokens: last.append(off); sampling.append(seq)   # a partial prompt chunk samples nothing
         input_ids = torch.tensor(ids, device=self.device)
         positions = torch.tensor(pos, device=self.device)
         hidden = self.model(input_ids, positions, self.cache.attention(seqs, num_new, sched.num_decodes))
-        logits = self.model.compute_logits(hidden[torch.tensor(last, device=self.device)])
-        params = [s.params for s in seqs]
-        history = any(p.has_penalties or p.logits_processors for p in params)
-        out = self.sampler(logits, params, [s.generator for s in seqs],
-                           [s.prompt_token_ids for s in seqs] if history else None,
-                           [s.output_token_ids for s in seqs] if history else None)
         for seq, n in zip(seqs, num_new): seq.num_computed_tokens += n
-        return out
+        if not sampling: return [], None
+        logits = self.model.compute_logits(hidden[torch.tensor(last, device=self.device)])
+        params = [s.params for s in sampling]
+        history = any(p.has_penalties or p.logits_processors for p in params)
+        out = self.sampler(logits, params, [s.generator for s in sampling],
+                           [s.prompt_token_ids for s in sampling] if history else None,
+                           [s.output_token_ids for s in sampling] if history else None)
+        return sampling, out
 
 # %% ../nbs/05a_engine.ipynb #81a204b7
 @dataclass
@@ -109,11 +113,13 @@ class EngineArgs:
     device: str = 'cpu'
     max_model_len: int | None = None          # default: the model's context (capped at a sliding window)
     max_num_seqs: int = 256
-    max_num_batched_tokens: int | None = None # default: max(max_model_len, 2048)
+    max_num_batched_tokens: int | None = None # default: max(max_model_len, 2048); 512 with chunked prefill
     block_size: int = 16
     num_kv_blocks: int | None = None          # default: sized from available memory (chapter 6)
     kv_cache: str = 'paged'                   # 'paged' (chapter 6) or 'contiguous' (this chapter)
     attention_backend: str = 'auto'           # paged attention: 'auto', 'cpu-kernel' or 'torch'
+    enable_prefix_caching: bool = False       # share full blocks between sequences (chapter 7)
+    enable_chunked_prefill: bool = False      # split long prompts across steps (chapter 8)
 
     def __post_init__(self):
         def check(ok, name, msg):
@@ -128,6 +134,10 @@ class EngineArgs:
         check(self.attention_backend in ('auto', 'cpu-kernel', 'torch'), 'attention_backend', "must be 'auto', 'cpu-kernel' or 'torch'")
         check(self.dtype in ('auto', 'float32', 'bfloat16', 'float16'), 'dtype', 'must be auto, float32, bfloat16 or float16')
         check(isinstance(self.device, str) and self.device.split(':')[0] in ('cpu', 'cuda'), 'device', "must be 'cpu' or 'cuda'")
+        check(isinstance(self.enable_prefix_caching, bool), 'enable_prefix_caching', 'must be True or False')
+        check(isinstance(self.enable_chunked_prefill, bool), 'enable_chunked_prefill', 'must be True or False')
+        check(not (self.enable_prefix_caching and self.kv_cache == 'contiguous'), 'enable_prefix_caching',
+              "needs kv_cache='paged' (contiguous rows cannot be shared)")
 
 # %% ../nbs/05a_engine.ipynb #0b02674c
 @dataclass
@@ -173,15 +183,17 @@ class LLMEngine:
         if args.max_model_len and args.max_model_len > limit:
             raise ValueError(f"invalid engine argument max_model_len={args.max_model_len}: the model supports at most {limit}")
         self.max_model_len = args.max_model_len or limit
-        self.max_num_batched_tokens = args.max_num_batched_tokens or max(self.max_model_len, 2048)
-        if self.max_num_batched_tokens < self.max_model_len:
+        chunked = args.enable_chunked_prefill
+        self.max_num_batched_tokens = args.max_num_batched_tokens or (512 if chunked else max(self.max_model_len, 2048))
+        if not chunked and self.max_num_batched_tokens < self.max_model_len:
             raise ValueError(f"invalid engine argument max_num_batched_tokens={self.max_num_batched_tokens}: must be at "
-                             f"least max_model_len={self.max_model_len}, or a long prompt could never be scheduled")
+                             f"least max_model_len={self.max_model_len}, or a long prompt could never be scheduled "
+                             f"(or enable_chunked_prefill)")
         if self.max_num_batched_tokens < args.max_num_seqs:
             raise ValueError(f"invalid engine argument max_num_batched_tokens={self.max_num_batched_tokens}: must be at "
                              f"least max_num_seqs={args.max_num_seqs}, so every running sequence can decode each step")
         self.cache = self._make_cache()
-        self.scheduler = Scheduler(self.cache, args.max_num_seqs, self.max_num_batched_tokens)
+        self.scheduler = Scheduler(self.cache, args.max_num_seqs, self.max_num_batched_tokens, chunked)
         self.runner = ModelRunner(net, self.cache)
         self.requests: dict[str, _Request] = {}
         self.num_aborted_requests = 0
@@ -190,7 +202,8 @@ class LLMEngine:
         a = self.args
         if a.kv_cache == 'contiguous': return ContiguousKVCache(self.model, a.max_num_seqs, self.max_model_len)
         from nanollmserve.kv_cache import PagedKVCache   # chapter 6
-        return PagedKVCache(self.model, a.block_size, a.num_kv_blocks, a.max_num_seqs, self.max_model_len, a.attention_backend)
+        return PagedKVCache(self.model, a.block_size, a.num_kv_blocks, a.max_num_seqs, self.max_model_len, a.attention_backend,
+                            a.enable_prefix_caching)
 
     def encode_prompt(self, prompt) -> tuple[str | None, list[int]]:
         "Text and token ids of a prompt given as a string, {'prompt': str} or {'prompt_token_ids': [...]}."
@@ -243,10 +256,12 @@ class LLMEngine:
         "Schedule and run one forward pass; return outputs of finished (and streaming) requests."
         sched = self.scheduler.schedule()
         if not sched.seqs: return []
-        sampled = self.runner.run(sched)
+        seqs, sampled = self.runner.run(sched)
+        self.cache.computed(sched.seqs)
+        if not seqs: return []
         now, touched = time.monotonic(), {}
-        errors = sampled.errors or [None] * len(sched.seqs)
-        for seq, token, lp, top, error in zip(sched.seqs, sampled.token_ids, sampled.logprobs, sampled.top_logprobs, errors):
+        errors = sampled.errors or [None] * len(seqs)
+        for seq, token, lp, top, error in zip(seqs, sampled.token_ids, sampled.logprobs, sampled.top_logprobs, errors):
             req = touched[seq.request_id] = self.requests[seq.request_id]
             if seq.is_finished: continue     # a sibling's error already failed the request this step
             try:

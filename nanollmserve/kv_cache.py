@@ -124,14 +124,17 @@ class PagedAttention:
 class PagedKVCache:
     "Blocks of K/V per layer plus their block manager; the engine's default KV cache."
     def __init__(self, model: CausalLM, block_size: int = 16, num_blocks: int | None = None, max_num_seqs: int = 256,
-                 max_model_len: int | None = None, attention_backend: str = 'auto'):
+                 max_model_len: int | None = None, attention_backend: str = 'auto', enable_prefix_caching: bool = False):
         cfg, p = model.config, next(model.parameters())
         max_model_len = max_model_len or cfg.max_model_len
         num_blocks = num_blocks or default_num_kv_blocks(model, block_size, max_num_seqs, max_model_len)
         shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
         self.k = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in range(cfg.num_layers)]
         self.v = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in range(cfg.num_layers)]
-        self.block_manager = BlockManager(num_blocks, block_size)
+        if enable_prefix_caching:
+            from nanollmserve.prefix_cache import PrefixCachingBlockManager   # chapter 7
+            self.block_manager = PrefixCachingBlockManager(num_blocks, block_size)
+        else: self.block_manager = BlockManager(num_blocks, block_size)
         self.num_blocks, self.block_size, self.device = num_blocks, block_size, p.device
         self.decode_fn = self._pick_decode(attention_backend, p)
 
@@ -156,6 +159,10 @@ class PagedKVCache:
     def append(self, seq) -> None: self.block_manager.append(seq)
     def free(self, seq) -> None: self.block_manager.free(seq)
     def attention(self, seqs, num_new, num_decodes) -> PagedAttention: return PagedAttention(self, seqs, num_new, num_decodes)
+    def computed(self, seqs) -> None:
+        "With prefix caching, publish blocks that the step filled."
+        if hasattr(self.block_manager, 'cache_full_blocks'):
+            for seq in seqs: self.block_manager.cache_full_blocks(seq)
 
 # %% ../nbs/06_paged_attention.ipynb #3c253f5d
 def kv_usage(engine) -> dict:

@@ -37,6 +37,7 @@ class Sequence:
         self.generator = make_generator(seed, device)
         self.status, self.finish_reason = SequenceStatus.WAITING, None
         self.block_table: list[int] = []      # cache blocks (or the one row) holding this sequence
+        self.block_hashes: list[int] = []     # hashes of its full blocks (prefix caching, chapter 7)
         self.text = ''                        # streamed text so far (only with a detokenizer)
         self.logprobs: list[dict[int, float]] | None = [] if params.logprobs is not None else None
         self.arrival_time = time.monotonic()
@@ -70,6 +71,7 @@ class KVCacheManager(Protocol):
     def append(self, seq: Sequence) -> None: ...
     def free(self, seq: Sequence) -> None: ...
     def attention(self, seqs: list[Sequence], num_new: list[int], num_decodes: int): ...
+    def computed(self, seqs: list[Sequence]) -> None: ...
 
 # %% ../nbs/05_scheduler.ipynb #6fca9c09
 @dataclass
@@ -85,8 +87,9 @@ class SchedulerOutput:
 
 class Scheduler:
     "Waiting and running queues; each step: decode the running, then admit the waiting that fit."
-    def __init__(self, cache: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int):
+    def __init__(self, cache: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int, chunked_prefill: bool = False):
         self.cache, self.max_num_seqs, self.max_num_batched_tokens = cache, max_num_seqs, max_num_batched_tokens
+        self.chunked_prefill = chunked_prefill    # prompts may be split across steps (chapter 8)
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.watermark = int(0.01 * cache.num_blocks)
@@ -98,25 +101,28 @@ class Scheduler:
 
     def schedule(self) -> SchedulerOutput:
         out, budget = SchedulerOutput(), self.max_num_batched_tokens
-        decodes = []
-        for seq in list(self.running):
-            if seq.status is not SequenceStatus.RUNNING: continue  # preempted earlier in this loop
+        for seq in list(self.running):            # 1. decodes: one token each
+            if seq.status is not SequenceStatus.RUNNING or seq.num_tokens - seq.num_computed_tokens > 1: continue
             while not self.cache.can_append(seq):
                 victim = self.running[-1]
                 self._preempt(victim); out.preempted.append(victim)
                 if victim is seq: break
             else:
-                self.cache.append(seq); decodes.append(seq); budget -= 1
-        out.seqs, out.num_new, out.num_decodes = decodes, [1] * len(decodes), len(decodes)
-        while self.waiting and len(self.running) < self.max_num_seqs:
+                self.cache.append(seq); out.seqs.append(seq); out.num_new.append(1); budget -= 1
+        out.num_decodes = len(out.seqs)
+        for seq in self.running:                  # 2. the next chunk of prompts being prefilled (chapter 8)
+            left = seq.num_tokens - seq.num_computed_tokens
+            if left > 1 and budget > 0:
+                out.seqs.append(seq); out.num_new.append(min(left, budget)); budget -= out.num_new[-1]
+        while self.waiting and len(self.running) < self.max_num_seqs and budget > 0:   # 3. admissions
             seq = self.waiting[0]
-            n = seq.num_tokens - seq.num_computed_tokens
-            if n > budget: break
+            if not self.chunked_prefill and seq.num_tokens - seq.num_computed_tokens > budget: break
             reserve = self.watermark if self.running else 0
             if not self.cache.can_allocate(seq) or self.cache.num_free_blocks - self.cache.blocks_needed(seq.num_tokens) < reserve: break
-            self.cache.allocate(seq)
+            self.cache.allocate(seq)               # a prefix cache may mark part of the prompt computed
             self.waiting.popleft(); self.running.append(seq)
             seq.status = SequenceStatus.RUNNING
+            n = min(seq.num_tokens - seq.num_computed_tokens, budget)
             out.seqs.append(seq); out.num_new.append(n); budget -= n
         return out
 
