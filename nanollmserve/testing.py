@@ -14,8 +14,8 @@ import torch
 
 # %% auto #0
 __all__ = ['CORPUS', 'FAMILY_SPECIALS', 'CHATML_TEMPLATE', 'LLAMA_TEMPLATE', 'ARCHITECTURES', 'DEFAULT_MODEL_SPEC',
-           'DEFAULT_MODEL_NAME', 'train_tokenizer', 'tiny_config', 'init_weights', 'make_tiny_checkpoint', 'cache_dir',
-           'default_model_path']
+           'DEFAULT_MODEL_NAME', 'train_tokenizer', 'tiny_config', 'init_weights', 'make_tiny_checkpoint', 'hf_greedy',
+           'cache_dir', 'default_model_path']
 
 # %% ../nbs/00_tiny_models.ipynb #8132c7c6
 CORPUS = """\
@@ -177,6 +177,18 @@ def make_tiny_checkpoint(path,  # directory to write (created, or overwritten)
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+# %% ../nbs/00_tiny_models.ipynb #4c068c02
+def hf_greedy(path, prompts_ids: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
+    "transformers' greedy generate() for each prompt (token ids) alone; returns the new token ids."
+    import copy
+    from transformers import AutoModelForCausalLM
+    hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    gc = copy.deepcopy(hf.generation_config)
+    gc.max_new_tokens, gc.do_sample = max_new_tokens, False
+    if ignore_eos: gc.eos_token_id = hf.config.vocab_size   # an id that is never generated
+    with torch.no_grad():
+        return [hf.generate(torch.tensor([x]), generation_config=gc)[0, len(x):].tolist() for x in prompts_ids]
 
 # %% ../nbs/00_tiny_models.ipynb #bc4d41b2
 DEFAULT_MODEL_SPEC = dict(arch='qwen3', seed=0, vocab_size=2048, std=0.1, hidden_size=256, intermediate_size=768,
