@@ -199,14 +199,15 @@ class TextGenerator:
         "Run `stream` to the end; return the text, tokens, finish reason and TTFT/TPOT."
         params = params or SamplingParams()
         start = time.perf_counter()
+        prompt_ids = self.encode(prompt, chat)   # encoded once; stream() takes the ids as they are
         times, outs = [], []
-        for out in self.stream(prompt, params, use_cache, chat):
+        for out in self.stream(prompt_ids, params, use_cache):
             times.append(time.perf_counter()); outs.append(out)
         ttft = times[0] - start
         tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
         logprobs = [(o.logprob, o.top_logprobs) for o in outs] if params.logprobs is not None else None
         return Completion(''.join(o.text for o in outs), [o.token_id for o in outs], outs[-1].finish_reason,
-                          self.encode(prompt, chat), ttft, tpot, logprobs)
+                          prompt_ids, ttft, tpot, logprobs)
 
 # %% ../nbs/03_generate.ipynb #5ee026b3
 def time_generation(gen: TextGenerator, prompt_lens: list[int], max_tokens: int = 16, repeats: int = 2,

@@ -12,8 +12,8 @@ import torch
 from .model import CausalLM, causal_attention, sdpa
 
 # %% auto #0
-__all__ = ['DecodeFn', 'BlockManager', 'bytes_per_block', 'available_cpu_memory', 'default_num_kv_blocks',
-           'reference_decode_attention', 'PagedAttention', 'PagedKVCache', 'kv_usage']
+__all__ = ['BlockManager', 'bytes_per_block', 'available_cpu_memory', 'default_num_kv_blocks', 'reference_decode_attention',
+           'PagedAttention', 'PagedKVCache', 'kv_usage']
 
 # %% ../nbs/06_paged_attention.ipynb #39931d89
 class BlockManager:
@@ -70,8 +70,6 @@ def default_num_kv_blocks(model: CausalLM, block_size: int, max_num_seqs: int, m
     return max(1, min(budget // bytes_per_block(model, block_size), usable))
 
 # %% ../nbs/06_paged_attention.ipynb #9ac8436d
-DecodeFn = 'Callable[[q, k_cache, v_cache, block_tables, context_lens, scale], out]'
-
 def reference_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                                block_tables: torch.Tensor, context_lens: torch.Tensor, scale: float) -> torch.Tensor:
     "One query per sequence over its paged context: gather blocks into a padded copy, masked SDPA."
