@@ -64,14 +64,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument('--block-size', type=int, default=16)
     e.add_argument('--num-kv-blocks', type=int, default=None)
     e.add_argument('--attention-backend', default='auto', choices=['auto', 'cpu-kernel', 'torch'])
-    e.add_argument('--enable-prefix-caching', action=argparse.BooleanOptionalAction, default=False,
-                   help='share the KV blocks of common prefixes between requests (chapter 7)')
-    e.add_argument('--enable-chunked-prefill', action=argparse.BooleanOptionalAction, default=False,
-                   help='split long prompts across steps, batched with decodes (chapter 8)')
+    e.add_argument('--enable-prefix-caching', action=argparse.BooleanOptionalAction, default=None,
+                   help='share the KV blocks of common prefixes between requests (chapter 7; default: on)')
+    e.add_argument('--enable-chunked-prefill', action=argparse.BooleanOptionalAction, default=True,
+                   help='split long prompts across steps, batched with decodes (chapter 8; default: on)')
+    e.add_argument('--long-prefill-token-threshold', type=int, default=0,
+                   help='with chunked prefill: most tokens of one prompt per step (default 0: no cap)')
     return parser
 
 ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens', 'block_size',
-               'num_kv_blocks', 'attention_backend', 'enable_prefix_caching', 'enable_chunked_prefill')
+               'num_kv_blocks', 'attention_backend', 'enable_prefix_caching', 'enable_chunked_prefill',
+               'long_prefill_token_threshold')
 
 # %% ../nbs/90_cli.ipynb #b99f3390
 def run_generate(args) -> None:

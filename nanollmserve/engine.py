@@ -42,7 +42,7 @@ class ContiguousKVCache:
         if seq.block_table: self.free_rows.append(seq.block_table[0]); seq.block_table = []
 
     def attention(self, seqs, num_new, num_decodes) -> 'RowAttention': return RowAttention(self, seqs, num_new, num_decodes)
-    def computed(self, seqs) -> None: pass     # rows are never shared
+    def scheduled(self, seq, num_new) -> None: pass     # rows are never shared
 
 class RowAttention:
     "Backend for one step over `ContiguousKVCache`: write K/V into rows, then attend."
@@ -113,13 +113,14 @@ class EngineArgs:
     device: str = 'cpu'
     max_model_len: int | None = None          # default: the model's context (capped at a sliding window)
     max_num_seqs: int = 256
-    max_num_batched_tokens: int | None = None # default: max(max_model_len, 2048); 512 with chunked prefill
+    max_num_batched_tokens: int | None = None # tokens per step; default: 2048 with chunked prefill, else max(max_model_len, 2048)
     block_size: int = 16
     num_kv_blocks: int | None = None          # default: sized from available memory (chapter 6)
     kv_cache: str = 'paged'                   # 'paged' (chapter 6) or 'contiguous' (this chapter)
     attention_backend: str = 'auto'           # paged attention: 'auto', 'cpu-kernel' or 'torch'
-    enable_prefix_caching: bool = False       # share full blocks between sequences (chapter 7)
-    enable_chunked_prefill: bool = False      # split long prompts across steps (chapter 8)
+    enable_prefix_caching: bool | None = None # share full blocks between sequences (chapter 7); default: on when paged
+    enable_chunked_prefill: bool = True       # split long prompts across steps (chapter 8)
+    long_prefill_token_threshold: int = 0     # chunked prefill: most tokens of one prompt per step (0: no cap)
 
     def __post_init__(self):
         def check(ok, name, msg):
@@ -134,8 +135,11 @@ class EngineArgs:
         check(self.attention_backend in ('auto', 'cpu-kernel', 'torch'), 'attention_backend', "must be 'auto', 'cpu-kernel' or 'torch'")
         check(self.dtype in ('auto', 'float32', 'bfloat16', 'float16'), 'dtype', 'must be auto, float32, bfloat16 or float16')
         check(isinstance(self.device, str) and self.device.split(':')[0] in ('cpu', 'cuda'), 'device', "must be 'cpu' or 'cuda'")
+        if self.enable_prefix_caching is None: self.enable_prefix_caching = self.kv_cache == 'paged'
         check(isinstance(self.enable_prefix_caching, bool), 'enable_prefix_caching', 'must be True or False')
         check(isinstance(self.enable_chunked_prefill, bool), 'enable_chunked_prefill', 'must be True or False')
+        t = self.long_prefill_token_threshold
+        check(isinstance(t, int) and not isinstance(t, bool) and t >= 0, 'long_prefill_token_threshold', 'must be an integer >= 0')
         check(not (self.enable_prefix_caching and self.kv_cache == 'contiguous'), 'enable_prefix_caching',
               "needs kv_cache='paged' (contiguous rows cannot be shared)")
 
@@ -184,7 +188,8 @@ class LLMEngine:
             raise ValueError(f"invalid engine argument max_model_len={args.max_model_len}: the model supports at most {limit}")
         self.max_model_len = args.max_model_len or limit
         chunked = args.enable_chunked_prefill
-        self.max_num_batched_tokens = args.max_num_batched_tokens or (512 if chunked else max(self.max_model_len, 2048))
+        self.max_num_batched_tokens = args.max_num_batched_tokens or (max(2048, args.max_num_seqs) if chunked else
+                                                                      max(self.max_model_len, 2048, args.max_num_seqs))
         if not chunked and self.max_num_batched_tokens < self.max_model_len:
             raise ValueError(f"invalid engine argument max_num_batched_tokens={self.max_num_batched_tokens}: must be at "
                              f"least max_model_len={self.max_model_len}, or a long prompt could never be scheduled "
@@ -193,7 +198,8 @@ class LLMEngine:
             raise ValueError(f"invalid engine argument max_num_batched_tokens={self.max_num_batched_tokens}: must be at "
                              f"least max_num_seqs={args.max_num_seqs}, so every running sequence can decode each step")
         self.cache = self._make_cache()
-        self.scheduler = Scheduler(self.cache, args.max_num_seqs, self.max_num_batched_tokens, chunked)
+        self.scheduler = Scheduler(self.cache, args.max_num_seqs, self.max_num_batched_tokens, chunked,
+                                   args.long_prefill_token_threshold)
         self.runner = ModelRunner(net, self.cache)
         self.requests: dict[str, _Request] = {}
         self.num_aborted_requests = 0
@@ -257,7 +263,6 @@ class LLMEngine:
         sched = self.scheduler.schedule()
         if not sched.seqs: return []
         seqs, sampled = self.runner.run(sched)
-        self.cache.computed(sched.seqs)
         if not seqs: return []
         now, touched = time.monotonic(), {}
         errors = sampled.errors or [None] * len(seqs)

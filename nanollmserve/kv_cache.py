@@ -157,10 +157,10 @@ class PagedKVCache:
     def append(self, seq) -> None: self.block_manager.append(seq)
     def free(self, seq) -> None: self.block_manager.free(seq)
     def attention(self, seqs, num_new, num_decodes) -> PagedAttention: return PagedAttention(self, seqs, num_new, num_decodes)
-    def computed(self, seqs) -> None:
-        "With prefix caching, publish blocks that the step filled."
+    def scheduled(self, seq, num_new) -> None:
+        "With prefix caching, publish the blocks this step fills (chapter 7)."
         if hasattr(self.block_manager, 'cache_full_blocks'):
-            for seq in seqs: self.block_manager.cache_full_blocks(seq)
+            self.block_manager.cache_full_blocks(seq, seq.num_computed_tokens + num_new)
 
 # %% ../nbs/06_paged_attention.ipynb #3c253f5d
 def kv_usage(engine) -> dict:

@@ -77,10 +77,10 @@ class PrefixCachingBlockManager(BlockManager):
             if self.ref_counts[b] == 0: self.free_blocks[b] = None
         seq.block_table, seq.block_hashes = [], []
 
-    def cache_full_blocks(self, seq) -> None:
-        "After a step: publish the sequence's blocks that are now full of computed tokens."
+    def cache_full_blocks(self, seq, num_tokens: int) -> None:
+        "Publish the sequence's blocks that are full once its first `num_tokens` tokens are computed."
         bs, hashes = self.block_size, seq.block_hashes
-        while len(hashes) < seq.num_computed_tokens // bs:
+        while len(hashes) < num_tokens // bs:
             i = len(hashes)
             toks = tuple(seq.token_ids[i * bs:(i + 1) * bs])
             h = block_hash(hashes[-1] if hashes else None, toks)

@@ -71,7 +71,7 @@ class KVCacheManager(Protocol):
     def append(self, seq: Sequence) -> None: ...
     def free(self, seq: Sequence) -> None: ...
     def attention(self, seqs: list[Sequence], num_new: list[int], num_decodes: int): ...
-    def computed(self, seqs: list[Sequence]) -> None: ...
+    def scheduled(self, seq: Sequence, num_new: int) -> None: ...
 
 # %% ../nbs/05_scheduler.ipynb #6fca9c09
 @dataclass
@@ -87,9 +87,12 @@ class SchedulerOutput:
 
 class Scheduler:
     "Waiting and running queues; each step: decode the running, then admit the waiting that fit."
-    def __init__(self, cache: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int, chunked_prefill: bool = False):
+    def __init__(self, cache: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int, chunked_prefill: bool = False,
+                 long_prefill_token_threshold: int = 0):
         self.cache, self.max_num_seqs, self.max_num_batched_tokens = cache, max_num_seqs, max_num_batched_tokens
         self.chunked_prefill = chunked_prefill    # prompts may be split across steps (chapter 8)
+        # chunked prefill: one prompt feeds at most this many tokens a step (chapter 8)
+        self.chunk_cap = long_prefill_token_threshold if chunked_prefill and long_prefill_token_threshold else max_num_batched_tokens
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.watermark = int(0.01 * cache.num_blocks)
@@ -108,12 +111,12 @@ class Scheduler:
                 self._preempt(victim); out.preempted.append(victim)
                 if victim is seq: break
             else:
-                self.cache.append(seq); out.seqs.append(seq); out.num_new.append(1); budget -= 1
+                self.cache.append(seq); self._add(out, seq, 1); budget -= 1
         out.num_decodes = len(out.seqs)
         for seq in self.running:                  # 2. the next chunk of prompts being prefilled (chapter 8)
             left = seq.num_tokens - seq.num_computed_tokens
             if left > 1 and budget > 0:
-                out.seqs.append(seq); out.num_new.append(min(left, budget)); budget -= out.num_new[-1]
+                self._add(out, seq, min(left, budget, self.chunk_cap)); budget -= out.num_new[-1]
         while self.waiting and len(self.running) < self.max_num_seqs and budget > 0:   # 3. admissions
             seq = self.waiting[0]
             if not self.chunked_prefill and seq.num_tokens - seq.num_computed_tokens > budget: break
@@ -122,9 +125,13 @@ class Scheduler:
             self.cache.allocate(seq)               # a prefix cache may mark part of the prompt computed
             self.waiting.popleft(); self.running.append(seq)
             seq.status = SequenceStatus.RUNNING
-            n = min(seq.num_tokens - seq.num_computed_tokens, budget)
-            out.seqs.append(seq); out.num_new.append(n); budget -= n
+            n = min(seq.num_tokens - seq.num_computed_tokens, budget, self.chunk_cap)
+            self._add(out, seq, n); budget -= n
         return out
+    def _add(self, out: SchedulerOutput, seq: Sequence, n: int) -> None:
+        "Put `n` tokens of `seq` into this step; the cache may publish the blocks they fill (chapter 7)."
+        out.seqs.append(seq); out.num_new.append(n)
+        self.cache.scheduled(seq, n)
 
     def _preempt(self, seq: Sequence) -> None:
         "Free a running sequence's cache; it will be recomputed from its tokens when readmitted."
