@@ -9,6 +9,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 import uuid
 from typing import AsyncIterator
 
@@ -65,11 +66,11 @@ class AsyncLLMEngine:
             try: kind, rid, payload = self._inbox.get_nowait()
             except queue.Empty: return
             if kind == 'add':
-                prompt, params, admitted = payload
+                prompt, params, admitted, arrival = payload
                 self._pending -= 1
                 try:
                     if not self._running: raise EngineDeadError("the server is shutting down")
-                    self.engine.add_request(rid, prompt, params, stream=True)
+                    self.engine.add_request(rid, prompt, params, stream=True, arrival_time=arrival)
                     admitted.get_loop().call_soon_threadsafe(_set_result, admitted, None)
                 except Exception as e:
                     self._outputs.pop(rid, None)
@@ -110,7 +111,7 @@ class AsyncLLMEngine:
         admitted = loop.create_future()
         self._outputs[rid] = (loop, q)
         self._pending += 1
-        self._inbox.put(('add', rid, (prompt, params, admitted))); self._wake.set()
+        self._inbox.put(('add', rid, (prompt, params, admitted, time.monotonic()))); self._wake.set()
         try: await admitted
         except asyncio.CancelledError:
             self.abort(rid); raise

@@ -203,6 +203,7 @@ class LLMEngine:
         self.runner = ModelRunner(net, self.cache)
         self.requests: dict[str, _Request] = {}
         self.num_aborted_requests = 0
+        self.stat_loggers: list = []          # told of every token and every finished sequence (chapter 10)
 
     def _make_cache(self):
         a = self.args
@@ -229,7 +230,8 @@ class LLMEngine:
                              f"(the prompt must leave room for at least one generated token)")
         return text, ids
 
-    def add_request(self, request_id: str, prompt, params: SamplingParams | None = None, stream: bool = False) -> None:
+    def add_request(self, request_id: str, prompt, params: SamplingParams | None = None, stream: bool = False,
+                    arrival_time: float | None = None) -> None:
         "Validate and queue a request; raises ValueError (nothing is queued) if it is bad or could never fit."
         params = params or SamplingParams()
         if not isinstance(params, SamplingParams): raise ValueError("params must be a SamplingParams")
@@ -246,6 +248,7 @@ class LLMEngine:
         for i in range(params.n):
             detok = IncrementalDetokenizer(self.tokenizer, params) if (stream or params.stop) else None
             seqs.append(Sequence(request_id, i, ids, params, max_tokens, stop_ids, detok, self.runner.device))
+            if arrival_time is not None: seqs[-1].arrival_time = arrival_time   # when a server received it
         self.requests[request_id] = _Request(request_id, text, ids, seqs, stream)
         for seq in seqs: self.scheduler.add(seq)
 
@@ -254,7 +257,7 @@ class LLMEngine:
         req = self.requests.pop(request_id, None)
         self.num_aborted_requests += req is not None
         for seq in (req.seqs if req else []):
-            if not seq.is_finished: self.scheduler.finish(seq, 'abort')
+            if not seq.is_finished: self._end(seq, 'abort')
 
     def has_unfinished_requests(self) -> bool: return bool(self.requests)
 
@@ -273,6 +276,8 @@ class LLMEngine:
                 if error is not None: raise error
                 seq.token_ids.append(token)
                 if seq.first_token_time is None: seq.first_token_time = now
+                for logger in self.stat_loggers: logger.on_token(seq, now)
+                seq.last_token_time = now
                 if seq.logprobs is not None: seq.logprobs.append({token: lp, **dict(top)})
                 reason = self._stop_reason(seq, token)
                 if reason: self._finish(seq, reason)
@@ -299,14 +304,19 @@ class LLMEngine:
             out = seq.output_token_ids
             if reason == 'stop' and out and out[-1] in seq.stop_token_ids: out = out[:-1]
             seq.text = self.tokenizer.decode(out, skip_special_tokens=seq.params.skip_special_tokens)
+        self._end(seq, reason)
+
+    def _end(self, seq: Sequence, reason: str) -> None:
+        "Every sequence ends here: its cache is freed and the stat loggers are told."
         self.scheduler.finish(seq, reason)
         seq.finish_time = time.monotonic()
+        for logger in self.stat_loggers: logger.on_finished(seq, seq.finish_time)
 
     def _fail(self, req: _Request, error: Exception) -> None:
         "A request hit an error: finish all its sequences with reason 'error' and free their cache."
         req.error = f"{type(error).__name__}: {error}"
         for s in req.seqs:
-            if not s.is_finished: self.scheduler.finish(s, 'error')
+            if not s.is_finished: self._end(s, 'error')
 
     def _output(self, req: _Request, finished: bool) -> RequestOutput:
         outs = [CompletionOutput(s.index, s.text, s.output_token_ids, s.finish_reason, s.logprobs,

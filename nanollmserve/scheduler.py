@@ -40,8 +40,10 @@ class Sequence:
         self.block_hashes: list[int] = []     # hashes of its full blocks (prefix caching, chapter 7)
         self.text = ''                        # streamed text so far (only with a detokenizer)
         self.logprobs: list[dict[int, float]] | None = [] if params.logprobs is not None else None
-        self.arrival_time = time.monotonic()
+        self.arrival_time = time.monotonic()  # monotonic clock times, for the metrics (chapter 10)
+        self.first_scheduled_time: float | None = None
         self.first_token_time: float | None = None
+        self.last_token_time: float | None = None
 
     @property
     def num_tokens(self) -> int: return len(self.token_ids)
@@ -125,6 +127,7 @@ class Scheduler:
             self.cache.allocate(seq)               # a prefix cache may mark part of the prompt computed
             self.waiting.popleft(); self.running.append(seq)
             seq.status = SequenceStatus.RUNNING
+            if seq.first_scheduled_time is None: seq.first_scheduled_time = time.monotonic()
             n = min(seq.num_tokens - seq.num_computed_tokens, budget, self.chunk_cap)
             self._add(out, seq, n); budget -= n
         return out

@@ -316,6 +316,12 @@ def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | Non
                 'num_preemptions': e.scheduler.num_preemptions, 'num_aborted_requests': e.num_aborted_requests,
                 'prefix_cache_queries': getattr(bm, 'num_queries', 0), 'prefix_cache_hits': getattr(bm, 'num_hits', 0)}
 
+    from nanollmserve.metrics import CONTENT_TYPE_LATEST, EngineMetrics   # chapter 10
+    metrics = app.state.metrics = EngineMetrics(engine.engine, served_model_name)
+
+    @app.get('/metrics')
+    async def prometheus_metrics(): return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
     @app.get('/v1/models')
     async def models():
         return {'object': 'list', 'data': [{'id': state.model_name, 'object': 'model', 'created': state.created,

@@ -48,3 +48,11 @@ def test_readme_curl(default_server):
 def test_readme_openai_snippet(default_server):
     r = subprocess.run([sys.executable, '-c', block('python', 'OpenAI(')], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_readme_bench_command(default_server, tmp_path):
+    r = subprocess.run(block('sh', 'nanollmserve.bench'), shell=True, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads((tmp_path / 'result.json').read_text())
+    assert (report['completed'], report['failed']) == (report['settings']['num_prompts'], 0), report['errors']
+    assert 'Successful requests:' in r.stdout and report['goodput'] <= report['request_throughput']

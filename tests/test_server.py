@@ -259,3 +259,44 @@ def test_shutdown_with_request_in_flight(ckpt):
     assert s.proc.wait(30) is not None
     t.join(30)
     assert not t.is_alive()
+
+
+def scrape(url) -> dict:
+    "{(sample name, frozenset of labels): value} from a server's /metrics, parsed by Prometheus' own parser."
+    from prometheus_client.parser import text_string_to_metric_families
+    r = httpx.get(url + '/metrics')
+    assert r.status_code == 200 and r.headers['content-type'].startswith('text/plain')
+    return {(s.name, frozenset(s.labels.items())): s.value for fam in text_string_to_metric_families(r.text) for s in fam.samples}
+
+
+def test_metrics_count_what_clients_saw(ckpt):
+    s = Server(ckpt, '--num-kv-blocks', '256', '--max-num-seqs', '8')
+    try:
+        client = openai.OpenAI(base_url=s.url + '/v1', api_key='unused', max_retries=0)
+        system = 'You are a helpful assistant. ' * 6                      # a shared prefix: prefix-cache hits
+        with ThreadPoolExecutor(6) as pool:
+            outs = list(pool.map(lambda i: client.completions.create(model=MODEL, prompt=system + f'Question {i}?', max_tokens=5 + i,
+                                                                      temperature=0, extra_body={'ignore_eos': True}),
+                                 range(6)))
+        stopped = client.completions.create(model=MODEL, prompt='Count: 1 2 3', max_tokens=40, temperature=0, stop=[' '])
+        assert post(s, '/v1/completions', {'prompt': [1] * 5000, 'max_tokens': 2}).status_code == 400   # refused: never counted
+        s.wait_idle()
+        m = scrape(s.url)
+        label = ('model_name', MODEL)
+        def value(name, **labels): return m[(name, frozenset({label, *labels.items()}))]
+        completions = outs + [stopped]
+        assert value('nanollmserve:generation_tokens_total') == sum(o.usage.completion_tokens for o in completions)
+        assert value('nanollmserve:prompt_tokens_total') == sum(o.usage.prompt_tokens for o in completions)
+        assert value('nanollmserve:request_success_total', finished_reason='length') == 6
+        assert value('nanollmserve:request_success_total', finished_reason='stop') == 1
+        for h in ('time_to_first_token_seconds', 'e2e_request_latency_seconds', 'request_queue_time_seconds'):
+            assert value(f'nanollmserve:{h}_count') == 7
+        assert value('nanollmserve:inter_token_latency_seconds_count') == sum(o.usage.completion_tokens - 1 for o in completions)
+        assert value('nanollmserve:prefix_cache_hits_total') > 0
+        assert value('nanollmserve:prefix_cache_queries_total') >= value('nanollmserve:prefix_cache_hits_total')
+        assert (value('nanollmserve:num_requests_running'), value('nanollmserve:num_requests_waiting'),
+                value('nanollmserve:kv_cache_usage_perc')) == (0, 0, 0)
+        assert value('nanollmserve:num_preemptions_total') == 0
+        assert 0 < value('nanollmserve:time_to_first_token_seconds_sum') <= value('nanollmserve:e2e_request_latency_seconds_sum')
+    finally:
+        s.stop()
