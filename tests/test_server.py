@@ -300,3 +300,24 @@ def test_metrics_count_what_clients_saw(ckpt):
         assert 0 < value('nanollmserve:time_to_first_token_seconds_sum') <= value('nanollmserve:e2e_request_latency_seconds_sum')
     finally:
         s.stop()
+
+
+def test_engine_flags_reach_the_engine(ckpt):
+    "Chunked prefill with a small budget and cap, prefix caching off: same text as the offline engine built alike."
+    flags = dict(max_num_batched_tokens=64, long_prefill_token_threshold=16, enable_prefix_caching=False, max_num_seqs=8)
+    s = Server(ckpt, '--num-kv-blocks', '256', '--max-num-seqs', '8', '--max-num-batched-tokens', '64',
+               '--long-prefill-token-threshold', '16', '--no-enable-prefix-caching')
+    try:
+        prompt = 'A long prompt, to be prefilled in many chunks. ' * 12
+        client = openai.OpenAI(base_url=s.url + '/v1', api_key='unused', max_retries=0)
+        got = [client.completions.create(model=MODEL, prompt=prompt, max_tokens=16, temperature=0).choices[0].text for _ in range(2)]
+        ref = LLM(str(ckpt), num_kv_blocks=256, **flags).generate(prompt, SamplingParams(temperature=0, max_tokens=16), use_tqdm=False)
+        assert got == [ref[0].outputs[0].text] * 2
+        stats = s.wait_idle()
+        assert stats['prefix_cache_queries'] == 0                      # caching really off: nothing looked up
+        assert httpx.get(s.url + '/metrics').text.count('nanollmserve:prefix_cache_hits_total{model_name="tiny-qwen3"} 0.0') == 1
+    finally:
+        s.stop()
+    bad = subprocess.run([sys.executable, '-m', 'nanollmserve.cli', 'serve', '--model', str(ckpt), '--long-prefill-token-threshold', '-1'],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and 'long_prefill_token_threshold' in bad.stderr
