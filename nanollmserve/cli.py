@@ -13,8 +13,8 @@ from pathlib import Path
 from .sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['GENERATION_CONFIG_DEFAULTS', 'ENGINE_ARGS', 'generation_config_defaults', 'build_parser', 'run_generate', 'run_serve',
-           'main']
+__all__ = ['GENERATION_CONFIG_DEFAULTS', 'ENGINE_ARGS', 'generation_config_defaults', 'build_parser', 'run_generate',
+           'set_server_cpu_threads', 'run_serve', 'main']
 
 # %% ../nbs/90_cli.ipynb #c508053d
 GENERATION_CONFIG_DEFAULTS = ('temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty')
@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--api-key', default=None, help='require "Authorization: Bearer KEY" on /v1 endpoints')
     s.add_argument('--max-waiting', type=int, default=None, help='answer 503 when this many requests are already waiting')
     s.add_argument('--log-level', default='info', choices=['critical', 'error', 'warning', 'info', 'debug'])
+    s.add_argument('--cpu-threads', type=int, default=None,
+                   help='PyTorch threads on the CPU (default: the cores available minus one, kept for HTTP; '
+                        'OMP_NUM_THREADS, when set, is kept)')
     e = s.add_argument_group('engine arguments')
     e.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
     e.add_argument('--device', default='cpu')
@@ -101,6 +104,14 @@ def run_generate(args) -> None:
               f"ttft_ms={(times[0] - start) * 1e3:.1f} tpot_ms={tpot * 1e3:.2f} "
               f"decode_tok_per_s={(1 / tpot if tpot else 0):.1f}", file=sys.stderr)
 
+def set_server_cpu_threads(n: int | None = None) -> int:
+    "PyTorch's CPU threads for a server: `n`, or OMP_NUM_THREADS if set, else one core fewer than available."
+    import os, torch
+    if n is None and os.environ.get('OMP_NUM_THREADS'): return torch.get_num_threads()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    torch.set_num_threads(n or max(1, min(torch.get_num_threads(), cores - 1)))
+    return torch.get_num_threads()
+
 def run_serve(args) -> None:
     "The `serve` subcommand: build the engine, then run the OpenAI-compatible server until interrupted."
     import uvicorn
@@ -108,6 +119,8 @@ def run_serve(args) -> None:
     from nanollmserve.server import build_app
     from nanollmserve.testing import DEFAULT_MODEL_NAME
     if args.max_waiting is not None and args.max_waiting < 0: raise ValueError("--max-waiting must be >= 0")
+    if args.cpu_threads is not None and args.cpu_threads < 1: raise ValueError("--cpu-threads must be >= 1")
+    if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
     engine = AsyncLLMEngine.from_engine_args(args.model, **{k: getattr(args, k) for k in ENGINE_ARGS})
     name = args.served_model_name or args.model or DEFAULT_MODEL_NAME
     app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting)
