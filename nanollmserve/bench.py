@@ -250,15 +250,13 @@ def token_pool(tokenizer) -> list[int]:
     return [t for t in range(len(tokenizer)) if t not in special]
 
 def load_bench_tokenizer(name: str | None, model: str):
-    "The tokenizer to draw prompts from: `name`, else the served model if it is a local or embedded checkpoint."
-    from pathlib import Path
-    from transformers import AutoTokenizer
-    from nanollmserve.testing import DEFAULT_MODEL_NAME, default_model_path
+    "The tokenizer to draw prompts from: `name`, else the served model's (a checkpoint, a Hub id, or our embedded model)."
+    from nanollmserve.loader import load_tokenizer, resolve_model_path
+    from nanollmserve.testing import DEFAULT_MODEL_NAME
     name = name or model
-    if name == DEFAULT_MODEL_NAME: name = str(default_model_path())
-    if not Path(name).exists() and '/' not in name:
-        raise ValueError(f"cannot find a tokenizer for {name!r}: pass --tokenizer (a checkpoint directory or Hub id)")
-    return AutoTokenizer.from_pretrained(name)
+    try: return load_tokenizer(resolve_model_path(None if name == DEFAULT_MODEL_NAME else name))
+    except FileNotFoundError as e:
+        raise ValueError(f"no tokenizer for {name!r} ({e}): pass --tokenizer (a checkpoint directory or Hub id)") from None
 
 def parse_range(text: str) -> tuple[int, int]:
     "'128' -> (128, 128); '100:512' -> (100, 512)."

@@ -41,6 +41,9 @@ class BlockManager:
         self.free_blocks.extend(seq.block_table)
         seq.block_table = []
 
+    def cache_full_blocks(self, seq, num_tokens: int) -> None:
+        "Nothing to publish: blocks are not shared here (chapter 7's manager shares them)."
+
     def slot(self, seq, position: int) -> int:
         "Where the K/V of the token at `position` lives in the flattened cache."
         return seq.block_table[position // self.block_size] * self.block_size + position % self.block_size
@@ -158,9 +161,8 @@ class PagedKVCache:
     def free(self, seq) -> None: self.block_manager.free(seq)
     def attention(self, seqs, num_new, num_decodes) -> PagedAttention: return PagedAttention(self, seqs, num_new, num_decodes)
     def scheduled(self, seq, num_new) -> None:
-        "With prefix caching, publish the blocks this step fills (chapter 7)."
-        if hasattr(self.block_manager, 'cache_full_blocks'):
-            self.block_manager.cache_full_blocks(seq, seq.num_computed_tokens + num_new)
+        "Let the block manager publish the blocks this step fills (with prefix caching, chapter 7)."
+        self.block_manager.cache_full_blocks(seq, seq.num_computed_tokens + num_new)
 
 # %% ../nbs/06_paged_attention.ipynb #3c253f5d
 def kv_usage(engine) -> dict:

@@ -131,6 +131,7 @@ class Scheduler:
             n = min(seq.num_tokens - seq.num_computed_tokens, budget, self.chunk_cap)
             self._add(out, seq, n); budget -= n
         return out
+
     def _add(self, out: SchedulerOutput, seq: Sequence, n: int) -> None:
         "Put `n` tokens of `seq` into this step; the cache may publish the blocks they fill (chapter 7)."
         out.seqs.append(seq); out.num_new.append(n)

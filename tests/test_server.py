@@ -2,7 +2,6 @@
 a tiny checkpoint, the official `openai` client and raw HTTP."""
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -14,14 +13,10 @@ import openai
 import pytest
 
 from nanollmserve import LLM, SamplingParams
+from nanollmserve.bench import free_port
 from nanollmserve.testing import make_tiny_checkpoint
 
 MODEL = 'tiny-qwen3'
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
 class Server:
