@@ -35,7 +35,7 @@ def peak_memory_mb(device: str) -> float:
 
 def run_ours(w, args, attention_backend='auto'):
     import torch
-    from nanollmserve.engine import LLM
+    from nanollmserve import LLM
     from nanollmserve.sampling import SamplingParams
     llm = LLM(w['model'], dtype=args.dtype, device=args.device, max_num_seqs=args.max_num_seqs,
               attention_backend=attention_backend)

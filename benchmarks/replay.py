@@ -68,7 +68,7 @@ def w1_workload(n: int, vocab: int, seed: int = 0, lo: int = 100, hi: int = 512)
 def make_engine(model, **kw):
     "A fresh engine (the previous one's memory released first), warmed up with one short request."
     gc.collect()
-    from nanollmserve.engine import LLMEngine
+    from nanollmserve import LLMEngine
     from nanollmserve.sampling import SamplingParams
     engine = LLMEngine(model, **kw)
     engine.add_request('warmup', {'prompt_token_ids': list(range(1, 40))}, SamplingParams(temperature=0, max_tokens=4))

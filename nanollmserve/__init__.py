@@ -7,7 +7,10 @@ __version__ = "0.1.0"
 __all__ = ['LLM', 'SamplingParams', 'LLMEngine', 'EngineArgs', 'RequestOutput', 'CompletionOutput']
 
 # %% ../nbs/91_api.ipynb #8f889cb9
-from .engine import LLM, CompletionOutput, EngineArgs, LLMEngine, RequestOutput
+from .chunked_prefill import ChunkedPrefillEngineArgs as EngineArgs
+from .chunked_prefill import ChunkedPrefillLLM as LLM
+from .chunked_prefill import ChunkedPrefillLLMEngine as LLMEngine
+from .engine import CompletionOutput, RequestOutput
 from .sampling import SamplingParams
 
 _all_ = ['LLM', 'SamplingParams', 'LLMEngine', 'EngineArgs', 'RequestOutput', 'CompletionOutput']

@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import AsyncIterator
 
+from .chunked_prefill import ChunkedPrefillLLMEngine
 from .engine import LLMEngine, RequestOutput
 from .sampling import SamplingParams
 
@@ -31,14 +32,17 @@ class AsyncLLMEngine:
         self.engine = engine
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._wake = threading.Event()
+        self._lock = threading.Lock()          # guards the two fields below, shared by both sides
         self._outputs: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue]] = {}
         self._pending = 0                      # submitted, not yet taken in by the loop
+        self._stats = engine.stats()           # the loop's last snapshot, for other threads to read
         self._running = False
         self._thread: threading.Thread | None = None
 
     @classmethod
     def from_engine_args(cls, model: str | None = None, **engine_args) -> AsyncLLMEngine:
-        return cls(LLMEngine(model, **engine_args))
+        "An async engine around the engine of chapters 5-8 (the package's `LLMEngine`)."
+        return cls(ChunkedPrefillLLMEngine(model, **engine_args))
 
     # the loop thread ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -55,11 +59,15 @@ class AsyncLLMEngine:
             try: outputs = self.engine.step()
             except Exception as e:              # the whole step failed: fail what is in flight, keep serving
                 _log.exception("engine step failed")
-                outputs = self._fail_all(e)
+                outputs = self.engine.fail_all(e)
+            self._stats = self.engine.stats()
             for out in outputs: self._deliver(out.request_id, out)
         self._drain_inbox()
-        for rid in list(self.engine.requests): self.engine.abort_request(rid)
-        for rid in list(self._outputs): self._deliver(rid, EngineDeadError("the server is shutting down"))
+        dead = EngineDeadError("the server is shutting down")
+        self.engine.fail_all(dead)
+        self._stats = self.engine.stats()
+        with self._lock: rids = list(self._outputs)
+        for rid in rids: self._deliver(rid, dead)
 
     def _drain_inbox(self) -> None:
         while True:
@@ -67,40 +75,37 @@ class AsyncLLMEngine:
             except queue.Empty: return
             if kind == 'add':
                 prompt, params, admitted, arrival = payload
-                self._pending -= 1
+                with self._lock: self._pending -= 1
                 try:
                     if not self._running: raise EngineDeadError("the server is shutting down")
                     self.engine.add_request(rid, prompt, params, stream=True, arrival_time=arrival)
                     admitted.get_loop().call_soon_threadsafe(_set_result, admitted, None)
                 except Exception as e:
-                    self._outputs.pop(rid, None)
+                    with self._lock: self._outputs.pop(rid, None)
                     admitted.get_loop().call_soon_threadsafe(_set_exception, admitted, e)
             elif kind == 'abort':
                 self.engine.abort_request(rid)
-                self._outputs.pop(rid, None)
-
-    def _fail_all(self, error: Exception) -> list[RequestOutput]:
-        "After a failed step: every request in flight ends with the error."
-        outs = []
-        for rid, req in list(self.engine.requests.items()):
-            self.engine._fail(req, error)
-            outs.append(self.engine._output(req, True))
-            del self.engine.requests[rid]
-        return outs
+                with self._lock: self._outputs.pop(rid, None)
+        self._stats = self.engine.stats()
 
     def _deliver(self, rid: str, item) -> None:
-        target = self._outputs.get(rid)
-        if target is None: return
+        with self._lock:
+            target = self._outputs.get(rid)
+            if target is None: return
+            if isinstance(item, Exception) or item.finished: self._outputs.pop(rid, None)
         loop, q = target
-        if isinstance(item, Exception) or item.finished: self._outputs.pop(rid, None)
         try: loop.call_soon_threadsafe(q.put_nowait, item)
         except RuntimeError: pass            # that event loop is closed: nobody is listening
 
     # the asyncio side ------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        "The engine's counts as of its last step, safe to read from any thread."
+        return dict(self._stats, num_requests_waiting=self.num_waiting)
+
     @property
     def num_waiting(self) -> int:
         "Requests waiting for admission to the batch (queued in the engine or not yet taken in)."
-        return len(self.engine.scheduler.waiting) + self._pending
+        return self._stats['num_requests_waiting'] + self._pending
 
     async def add_request(self, prompt, params: SamplingParams, request_id: str | None = None) -> RequestStream:
         "Submit a request and wait for the engine to take it; raises ValueError (nothing queued) if refused."
@@ -109,8 +114,9 @@ class AsyncLLMEngine:
         loop = asyncio.get_running_loop()
         q: asyncio.Queue = asyncio.Queue()
         admitted = loop.create_future()
-        self._outputs[rid] = (loop, q)
-        self._pending += 1
+        with self._lock:
+            self._outputs[rid] = (loop, q)
+            self._pending += 1
         self._inbox.put(('add', rid, (prompt, params, admitted, time.monotonic()))); self._wake.set()
         try: await admitted
         except asyncio.CancelledError:

@@ -6,14 +6,17 @@
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 import torch
 
+from .engine import LLM, EngineArgs, LLMEngine, is_pos_int
 from .model import CausalLM, causal_attention, sdpa
 
 # %% auto #0
 __all__ = ['BlockManager', 'bytes_per_block', 'available_cpu_memory', 'default_num_kv_blocks', 'reference_decode_attention',
-           'PagedAttention', 'PagedKVCache', 'kv_usage']
+           'PagedAttention', 'pick_decode_attention', 'PagedKVCache', 'PagedEngineArgs', 'PagedLLMEngine', 'PagedLLM',
+           'kv_usage']
 
 # %% ../nbs/06_paged_attention.ipynb #39931d89
 class BlockManager:
@@ -41,8 +44,9 @@ class BlockManager:
         self.free_blocks.extend(seq.block_table)
         seq.block_table = []
 
-    def cache_full_blocks(self, seq, num_tokens: int) -> None:
-        "Nothing to publish: blocks are not shared here (chapter 7's manager shares them)."
+    def scheduled(self, seq, num_new: int) -> None:
+        "Told that a step computes `num_new` of `seq`'s tokens: nothing to record here."
+    def stats(self) -> dict: return {}
 
     def slot(self, seq, position: int) -> int:
         "Where the K/V of the token at `position` lives in the flattened cache."
@@ -122,33 +126,32 @@ class PagedAttention:
         return out
 
 # %% ../nbs/06_paged_attention.ipynb #3c0eeed8
+def pick_decode_attention(backend: str, param: torch.Tensor):
+    "The decode implementation for `attention_backend`: the CPU kernel (next notebook) or the reference."
+    if backend == 'torch': return reference_decode_attention
+    usable = param.device.type == 'cpu' and param.dtype == torch.float32
+    if backend == 'cpu-kernel' and not usable:
+        raise ValueError("invalid engine argument attention_backend='cpu-kernel': it needs float32 on the CPU")
+    if usable:
+        from nanollmserve.cpu_kernel import load_paged_decode   # the second half of this chapter
+        fn = load_paged_decode(required=backend == 'cpu-kernel')
+        if fn is not None: return fn
+    return reference_decode_attention
+
 class PagedKVCache:
-    "Blocks of K/V per layer plus their block manager; the engine's default KV cache."
-    def __init__(self, model: CausalLM, block_size: int = 16, num_blocks: int | None = None, max_num_seqs: int = 256,
-                 max_model_len: int | None = None, attention_backend: str = 'auto', enable_prefix_caching: bool = False):
+    "Blocks of K/V per layer plus their block manager."
+    def __init__(self, model: CausalLM, block_size: int = 16, num_blocks: int | None = None,
+                 max_num_seqs: int = 256, max_model_len: int | None = None, attention_backend: str = 'auto',
+                 block_manager_class: type[BlockManager] = BlockManager):
         cfg, p = model.config, next(model.parameters())
         max_model_len = max_model_len or cfg.max_model_len
         num_blocks = num_blocks or default_num_kv_blocks(model, block_size, max_num_seqs, max_model_len)
         shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
         self.k = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in range(cfg.num_layers)]
         self.v = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in range(cfg.num_layers)]
-        if enable_prefix_caching:
-            from nanollmserve.prefix_cache import PrefixCachingBlockManager   # chapter 7
-            self.block_manager = PrefixCachingBlockManager(num_blocks, block_size)
-        else: self.block_manager = BlockManager(num_blocks, block_size)
+        self.block_manager = block_manager_class(num_blocks, block_size)
         self.num_blocks, self.block_size, self.device = num_blocks, block_size, p.device
-        self.decode_fn = self._pick_decode(attention_backend, p)
-
-    def _pick_decode(self, backend: str, p: torch.Tensor):
-        if backend == 'torch': return reference_decode_attention
-        usable = p.device.type == 'cpu' and p.dtype == torch.float32
-        if backend == 'cpu-kernel' and not usable:
-            raise ValueError("invalid engine argument attention_backend='cpu-kernel': it needs float32 on the CPU")
-        if usable:
-            from nanollmserve.cpu_kernel import load_paged_decode   # the next notebook
-            fn = load_paged_decode(required=backend == 'cpu-kernel')
-            if fn is not None: return fn
-        return reference_decode_attention
+        self.decode_fn = pick_decode_attention(attention_backend, p)
 
     # the KVCacheManager interface, delegated to the block manager
     @property
@@ -159,10 +162,42 @@ class PagedKVCache:
     def can_append(self, seq) -> bool: return self.block_manager.can_append(seq)
     def append(self, seq) -> None: self.block_manager.append(seq)
     def free(self, seq) -> None: self.block_manager.free(seq)
-    def attention(self, seqs, num_new, num_decodes) -> PagedAttention: return PagedAttention(self, seqs, num_new, num_decodes)
-    def scheduled(self, seq, num_new) -> None:
-        "Let the block manager publish the blocks this step fills (with prefix caching, chapter 7)."
-        self.block_manager.cache_full_blocks(seq, seq.num_computed_tokens + num_new)
+    def scheduled(self, seq, num_new) -> None: self.block_manager.scheduled(seq, num_new)
+    def stats(self) -> dict: return self.block_manager.stats()
+    def attention(self, seqs, num_new, num_decodes) -> PagedAttention:
+        return PagedAttention(self, seqs, num_new, num_decodes)
+
+# %% ../nbs/06_paged_attention.ipynb #702b97eb
+@dataclass
+class PagedEngineArgs(EngineArgs):
+    "Chapter 5's engine arguments, plus the paged cache's."
+    kv_cache: str = 'paged'              # 'paged', or chapter 5's 'contiguous'
+    block_size: int = 16                 # token positions per block
+    num_kv_blocks: int | None = None     # default: sized from memory, as above
+    attention_backend: str = 'auto'      # decodes: 'auto', 'cpu-kernel' or 'torch'
+
+    def validate(self) -> None:
+        super().validate()
+        self.check(self.kv_cache in ('paged', 'contiguous'), 'kv_cache', "must be 'paged' or 'contiguous'")
+        self.check(is_pos_int(self.block_size), 'block_size', 'must be a positive integer')
+        self.check(self.num_kv_blocks is None or is_pos_int(self.num_kv_blocks), 'num_kv_blocks',
+                   'must be a positive integer')
+        self.check(self.attention_backend in ('auto', 'cpu-kernel', 'torch'), 'attention_backend',
+                   "must be 'auto', 'cpu-kernel' or 'torch'")
+
+    def block_manager_class(self) -> type[BlockManager]: return BlockManager
+    def make_kv_cache(self, model: CausalLM, max_model_len: int):
+        if self.kv_cache == 'contiguous': return super().make_kv_cache(model, max_model_len)
+        return PagedKVCache(model, self.block_size, self.num_kv_blocks, self.max_num_seqs, max_model_len,
+                            self.attention_backend, self.block_manager_class())
+
+class PagedLLMEngine(LLMEngine):
+    "Chapter 5's engine on the paged KV cache."
+    args_class = PagedEngineArgs
+
+class PagedLLM(LLM):
+    "The offline API on the paged engine."
+    engine_class = PagedLLMEngine
 
 # %% ../nbs/06_paged_attention.ipynb #3c253f5d
 def kv_usage(engine) -> dict:

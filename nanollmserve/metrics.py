@@ -5,6 +5,7 @@
 # %% ../nbs/10_metrics.ipynb #3c2ec07c
 from __future__ import annotations
 
+from fastcore.basics import patch
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -17,56 +18,75 @@ TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75
 ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
 REQUEST_BUCKETS = (0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 240.0, 480.0, 960.0)
 
+# %% ../nbs/10_metrics.ipynb #28ad4b67
 class EngineMetrics:
-    "Prometheus metrics of one `LLMEngine`, served by `render()`; registers itself as one of the engine's stat loggers."
-    def __init__(self, engine, model_name: str, registry: CollectorRegistry | None = None):
+    "Prometheus metrics of one `LLMEngine`, served by `render()`; one of the engine's stat loggers."
+    def __init__(self, engine, model_name: str, registry: CollectorRegistry | None = None, stats=None):
         self.engine, self.model_name = engine, model_name
         self.registry = registry if registry is not None else CollectorRegistry()
-        def counter(name, doc): return Counter(PREFIX + name, doc, ['model_name'], registry=self.registry).labels(model_name)
+        def counter(name, doc):
+            return Counter(PREFIX + name, doc, ['model_name'], registry=self.registry).labels(model_name)
         def histogram(name, doc, buckets):
-            return Histogram(PREFIX + name, doc, ['model_name'], buckets=buckets, registry=self.registry).labels(model_name)
+            return Histogram(PREFIX + name, doc, ['model_name'], buckets=buckets,
+                             registry=self.registry).labels(model_name)
         self.prompt_tokens = counter('prompt_tokens', 'Prompt tokens of sequences that produced their first token.')
         self.generation_tokens = counter('generation_tokens', 'Tokens generated.')
         self.request_success = Counter(PREFIX + 'request_success', 'Finished sequences, by finish reason.',
                                        ['model_name', 'finished_reason'], registry=self.registry)
         self.ttft = histogram('time_to_first_token_seconds', 'Arrival to first token.', TTFT_BUCKETS)
-        self.itl = histogram('inter_token_latency_seconds', 'Time between consecutive tokens of a sequence.', ITL_BUCKETS)
+        self.itl = histogram('inter_token_latency_seconds', 'Time between consecutive tokens of a sequence.',
+                             ITL_BUCKETS)
         self.e2e = histogram('e2e_request_latency_seconds', 'Arrival to finish.', REQUEST_BUCKETS)
         self.queue_time = histogram('request_queue_time_seconds', 'Arrival to first scheduled.', REQUEST_BUCKETS)
-        self.registry.register(EngineStateCollector(engine, model_name))
+        self.first_scheduled: dict[int, float] = {}   # seq_id -> when it was first scheduled
+        self.last_token: dict[int, float] = {}        # seq_id -> when its latest token came
+        self.registry.register(EngineStateCollector(stats or engine.stats, model_name))
         engine.stat_loggers.append(self)
-
-    # called by the engine, on its thread
-    def on_token(self, seq, now: float) -> None:
-        if seq.last_token_time is None:            # the sequence's first token
-            self.ttft.observe(now - seq.arrival_time)
-            self.queue_time.observe((seq.first_scheduled_time or now) - seq.arrival_time)
-            self.prompt_tokens.inc(seq.num_prompt_tokens)
-        else: self.itl.observe(now - seq.last_token_time)
-        self.generation_tokens.inc()
-
-    def on_finished(self, seq, now: float) -> None:
-        self.request_success.labels(self.model_name, seq.finish_reason).inc()
-        self.e2e.observe(now - seq.arrival_time)
 
     def render(self) -> bytes:
         "The exposition Prometheus scrapes (content type `CONTENT_TYPE_LATEST`)."
         return generate_latest(self.registry)
 
+# %% ../nbs/10_metrics.ipynb #8c9b5b98
+@patch
+def on_step(self: EngineMetrics, sched, now: float) -> None:
+    for seq in sched.seqs[sched.num_decodes:]: self.first_scheduled.setdefault(seq.seq_id, now)
+
+@patch
+def on_token(self: EngineMetrics, seq, now: float) -> None:
+    last = self.last_token.get(seq.seq_id)
+    if last is None:                               # the sequence's first token
+        self.ttft.observe(now - seq.arrival_time)
+        self.queue_time.observe(self.first_scheduled.get(seq.seq_id, now) - seq.arrival_time)
+        self.prompt_tokens.inc(seq.num_prompt_tokens)
+    else: self.itl.observe(now - last)
+    self.last_token[seq.seq_id] = now
+    self.generation_tokens.inc()
+
+@patch
+def on_finished(self: EngineMetrics, seq, now: float) -> None:
+    self.request_success.labels(self.model_name, seq.finish_reason).inc()
+    self.e2e.observe(now - seq.arrival_time)
+    self.first_scheduled.pop(seq.seq_id, None); self.last_token.pop(seq.seq_id, None)
+
+# %% ../nbs/10_metrics.ipynb #dc453845
 class EngineStateCollector:
-    "Gauges and running totals read from the engine at scrape time."
-    def __init__(self, engine, model_name: str): self.engine, self.model_name = engine, model_name
+    "Gauges and running totals read from a `stats()` snapshot at scrape time."
+    def __init__(self, stats, model_name: str): self.stats, self.model_name = stats, model_name
 
     def collect(self):
-        e, sched = self.engine, self.engine.scheduler
-        bm = getattr(e.cache, 'block_manager', None)
+        s = self.stats()
         def family(kind, name, doc, value):
             m = kind(PREFIX + name, doc, labels=['model_name']); m.add_metric([self.model_name], value); return m
-        yield family(GaugeMetricFamily, 'num_requests_running', 'Sequences running in the engine.', len(sched.running))
-        yield family(GaugeMetricFamily, 'num_requests_waiting', 'Sequences waiting to be scheduled.', len(sched.waiting))
+        yield family(GaugeMetricFamily, 'num_requests_running', 'Sequences running in the engine.',
+                     s['num_requests_running'])
+        yield family(GaugeMetricFamily, 'num_requests_waiting', 'Sequences waiting to be scheduled.',
+                     s['num_requests_waiting'])
         yield family(GaugeMetricFamily, 'kv_cache_usage_perc', 'Fraction of KV cache blocks in use (1 = all).',
-                     1 - e.cache.num_free_blocks / e.cache.num_blocks)
+                     1 - s['kv_free_blocks'] / s['kv_total_blocks'])
         yield family(CounterMetricFamily, 'prefix_cache_queries', 'Prompt tokens looked up in the prefix cache.',
-                     getattr(bm, 'num_queries', 0))
-        yield family(CounterMetricFamily, 'prefix_cache_hits', 'Prompt tokens found in the prefix cache.', getattr(bm, 'num_hits', 0))
-        yield family(CounterMetricFamily, 'num_preemptions', 'Sequences preempted (to be recomputed later).', sched.num_preemptions)
+                     s.get('prefix_cache_queries', 0))
+        yield family(CounterMetricFamily, 'prefix_cache_hits', 'Prompt tokens found in the prefix cache.',
+                     s.get('prefix_cache_hits', 0))
+        yield family(CounterMetricFamily, 'num_preemptions', 'Sequences preempted (to be recomputed later).',
+                     s['num_preemptions'])

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import torch
 
 # %% auto #0
-__all__ = ['MAX_LOGPROBS', 'SamplingParamsError', 'SamplingParams', 'apply_penalties', 'filter_logits', 'SamplerOutput',
-           'Sampler', 'make_generator']
+__all__ = ['MAX_LOGPROBS', 'SamplingParamsError', 'SamplingParams', 'apply_penalties', 'filter_logits', 'sampling_probs',
+           'draw_tokens', 'make_generator', 'SamplerOutput', 'Sampler']
 
-# %% ../nbs/02_sampling.ipynb #e9548c5d
+# %% ../nbs/02_sampling.ipynb #85a65b66
 class SamplingParamsError(ValueError):
     "An invalid sampling parameter; `param` names it (the server reports it in the error object)."
     def __init__(self, param: str, message: str):
@@ -27,54 +27,38 @@ def _check(ok: bool, param: str, message: str):
     if not ok: raise SamplingParamsError(param, f"{param} {message}")
 
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
-def _is_num(x) -> bool: return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+def _is_num(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
+# %% ../nbs/02_sampling.ipynb #e9548c5d
 @dataclass
 class SamplingParams:
     "How to pick tokens and when to stop, for one request (vLLM's names and defaults)."
     n: int = 1                          # independent completions of the same prompt
     temperature: float = 1.0            # 0 means greedy
-    top_p: float = 1.0                  # keep the smallest set of top tokens with this much probability
+    top_p: float = 1.0                  # keep the smallest set of top tokens with this probability
     top_k: int = 0                      # keep the k most likely tokens; 0 or -1: all
-    min_p: float = 0.0                  # drop tokens less likely than min_p × the top token's probability
+    min_p: float = 0.0                  # drop tokens below min_p × the top token's probability
     presence_penalty: float = 0.0       # subtracted once from tokens already generated
     frequency_penalty: float = 0.0      # subtracted per occurrence in the generated tokens
-    repetition_penalty: float = 1.0     # divides positive / multiplies negative logits of seen tokens (prompt too)
+    repetition_penalty: float = 1.0     # seen tokens (prompt too): logit > 0 ÷ it, logit < 0 × it
     seed: int | None = None             # per-request generator: same seed, same tokens
     max_tokens: int | None = 16         # None: until the context is full
-    stop: list[str] | str | None = None          # stop when the text contains one of these (not included)
-    stop_token_ids: list[int] | None = None      # stop on these tokens (besides EOS)
+    stop: list[str] | str | None = None       # stop when the text contains one (not included)
+    stop_token_ids: list[int] | None = None   # stop on these tokens (besides EOS)
     ignore_eos: bool = False            # keep going past EOS
-    logprobs: int | None = None         # return the sampled token's logprob and this many top alternatives
+    logprobs: int | None = None         # the sampled token's logprob and this many top alternatives
     skip_special_tokens: bool = True    # leave special tokens out of the text
     include_stop_str_in_output: bool = False
-    logits_processors: list | None = None  # callables (output_token_ids, logits[vocab]) -> logits, applied first
+    logits_processors: list | None = None     # (output_token_ids, logits[vocab]) -> logits, run first
 
     def __post_init__(self):
         if isinstance(self.stop, str): self.stop = [self.stop]
         self.stop = list(self.stop or [])
         self.stop_token_ids = list(self.stop_token_ids or [])
-        _check(_is_int(self.n) and self.n >= 1, 'n', f"must be an integer >= 1, got {self.n!r}")
-        _check(_is_num(self.temperature) and self.temperature >= 0, 'temperature', f"must be >= 0, got {self.temperature!r}")
-        _check(_is_num(self.top_p) and 0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p!r}")
-        _check(_is_int(self.top_k) and (self.top_k >= 0 or self.top_k == -1), 'top_k',
-               f"must be -1 or 0 (disabled) or a positive integer, got {self.top_k!r}")
-        _check(_is_num(self.min_p) and 0 <= self.min_p <= 1, 'min_p', f"must be in [0, 1], got {self.min_p!r}")
-        for name in ('presence_penalty', 'frequency_penalty'):
-            v = getattr(self, name)
-            _check(_is_num(v) and -2 <= v <= 2, name, f"must be in [-2, 2], got {v!r}")
-        _check(_is_num(self.repetition_penalty) and self.repetition_penalty > 0, 'repetition_penalty',
-               f"must be > 0, got {self.repetition_penalty!r}")
-        _check(self.seed is None or _is_int(self.seed), 'seed', f"must be an integer, got {self.seed!r}")
-        _check(self.max_tokens is None or (_is_int(self.max_tokens) and self.max_tokens >= 1), 'max_tokens',
-               f"must be an integer >= 1, got {self.max_tokens!r}")
-        _check(all(isinstance(s, str) and s for s in self.stop), 'stop', f"must be non-empty strings, got {self.stop!r}")
-        _check(all(_is_int(t) and t >= 0 for t in self.stop_token_ids), 'stop_token_ids',
-               f"must be non-negative integers, got {self.stop_token_ids!r}")
-        _check(self.logprobs is None or (_is_int(self.logprobs) and 0 <= self.logprobs <= MAX_LOGPROBS), 'logprobs',
-               f"must be an integer in [0, {MAX_LOGPROBS}], got {self.logprobs!r}")
+        _validate(self)
         self.logits_processors = list(self.logits_processors or [])
-        _check(all(callable(f) for f in self.logits_processors), 'logits_processors', 'must be callables')
+        _check(all(map(callable, self.logits_processors)), 'logits_processors', 'must be callables')
         if self.top_k == -1: self.top_k = 0
 
     @property
@@ -82,12 +66,38 @@ class SamplingParams:
 
     @property
     def has_penalties(self) -> bool:
-        return self.presence_penalty != 0 or self.frequency_penalty != 0 or self.repetition_penalty != 1
+        return (self.presence_penalty != 0 or self.frequency_penalty != 0
+                or self.repetition_penalty != 1)
+
+# %% ../nbs/02_sampling.ipynb #a2cc9d2c
+def _validate(p: SamplingParams):
+    "Raise `SamplingParamsError` for the first out-of-range field of `p`."
+    _check(_is_int(p.n) and p.n >= 1, 'n', f"must be an integer >= 1, got {p.n!r}")
+    _check(_is_num(p.temperature) and p.temperature >= 0, 'temperature',
+           f"must be >= 0, got {p.temperature!r}")
+    _check(_is_num(p.top_p) and 0 < p.top_p <= 1, 'top_p', f"must be in (0, 1], got {p.top_p!r}")
+    _check(_is_int(p.top_k) and (p.top_k >= 0 or p.top_k == -1), 'top_k',
+           f"must be -1 or 0 (disabled) or a positive integer, got {p.top_k!r}")
+    _check(_is_num(p.min_p) and 0 <= p.min_p <= 1, 'min_p', f"must be in [0, 1], got {p.min_p!r}")
+    for name in ('presence_penalty', 'frequency_penalty'):
+        v = getattr(p, name)
+        _check(_is_num(v) and -2 <= v <= 2, name, f"must be in [-2, 2], got {v!r}")
+    _check(_is_num(p.repetition_penalty) and p.repetition_penalty > 0, 'repetition_penalty',
+           f"must be > 0, got {p.repetition_penalty!r}")
+    _check(p.seed is None or _is_int(p.seed), 'seed', f"must be an integer, got {p.seed!r}")
+    _check(p.max_tokens is None or (_is_int(p.max_tokens) and p.max_tokens >= 1), 'max_tokens',
+           f"must be an integer >= 1, got {p.max_tokens!r}")
+    _check(all(isinstance(s, str) and s for s in p.stop), 'stop',
+           f"must be non-empty strings, got {p.stop!r}")
+    _check(all(_is_int(t) and t >= 0 for t in p.stop_token_ids), 'stop_token_ids',
+           f"must be non-negative integers, got {p.stop_token_ids!r}")
+    _check(p.logprobs is None or (_is_int(p.logprobs) and 0 <= p.logprobs <= MAX_LOGPROBS),
+           'logprobs', f"must be an integer in [0, {MAX_LOGPROBS}], got {p.logprobs!r}")
 
 # %% ../nbs/02_sampling.ipynb #5e25118d
 def apply_penalties(logits: torch.Tensor, params: list[SamplingParams], prompt_ids: list[list[int]],
                     output_ids: list[list[int]]) -> torch.Tensor:
-    "Presence/frequency penalties on generated tokens and the repetition penalty on all seen tokens, in place."
+    "Presence/frequency penalties on generated tokens, repetition penalty on all seen ones; in place."
     vocab = logits.shape[-1]
     for i, p in enumerate(params):
         if not p.has_penalties: continue
@@ -96,12 +106,15 @@ def apply_penalties(logits: torch.Tensor, params: list[SamplingParams], prompt_i
         if p.repetition_penalty != 1:
             seen = counts > 0
             if prompt_ids[i]: seen[torch.tensor(prompt_ids[i], device=logits.device)] = True
-            row = logits[i]
-            logits[i] = torch.where(seen, torch.where(row > 0, row / p.repetition_penalty, row * p.repetition_penalty), row)
-        logits[i] -= p.frequency_penalty * counts + p.presence_penalty * (counts > 0).to(logits.dtype)
+            row, r = logits[i], p.repetition_penalty
+            logits[i] = torch.where(seen, torch.where(row > 0, row / r, row * r), row)
+        presence = (counts > 0).to(logits.dtype)
+        logits[i] -= p.frequency_penalty * counts + p.presence_penalty * presence
     return logits
 
-def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, min_p: torch.Tensor) -> torch.Tensor:
+# %% ../nbs/02_sampling.ipynb #2cf14f8f
+def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
+                  min_p: torch.Tensor) -> torch.Tensor:
     "Set to -inf every logit outside each row's top-k, then top-p, then min-p candidates."
     sorted_logits, order = logits.sort(dim=-1, descending=True)
     vocab = logits.shape[-1]
@@ -109,80 +122,101 @@ def filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
     ranks = torch.arange(vocab, device=logits.device).expand_as(sorted_logits)
     sorted_logits = sorted_logits.masked_fill(ranks >= k[:, None], float('-inf'))
     probs = sorted_logits.softmax(dim=-1)
-    mass_before = probs.cumsum(dim=-1) - probs          # probability of the better-ranked tokens
-    drop = mass_before >= top_p[:, None]                 # already reached top_p without this token
+    tail_mass = probs.flip(-1).cumsum(dim=-1).flip(-1)  # this token and every worse one
+    drop = tail_mass <= 1 - top_p[:, None]               # the better tokens reach top_p without it
     drop |= probs < min_p[:, None] * probs[:, :1]        # rank 0 is the most likely token
     drop[:, 0] = False                                   # always keep the best token
     sorted_logits = sorted_logits.masked_fill(drop, float('-inf'))
     return torch.full_like(logits, float('-inf')).scatter_(-1, order, sorted_logits)
 
-# %% ../nbs/02_sampling.ipynb #c89c2fce
-@dataclass
-class SamplerOutput:
-    "The chosen tokens and, for rows that asked, their logprobs and the top alternatives."
-    token_ids: list[int]
-    logprobs: list[float | None]                            # logprob of the chosen token, per row
-    top_logprobs: list[list[tuple[int, float]] | None]     # [(token_id, logprob)] best first, per row
-    errors: list[Exception | None] | None = None            # a row's logits processor raised (its token is void)
+# %% ../nbs/02_sampling.ipynb #72be543f
+def sampling_probs(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
+    "Each row's distribution after its temperature and top-k/top-p/min-p (for temperature > 0)."
+    dev = logits.device
+    temperature = torch.tensor([p.temperature for p in params], device=dev)
+    logits = logits / temperature[:, None]
+    if any(p.top_k or p.top_p < 1 or p.min_p for p in params):
+        logits = filter_logits(logits, torch.tensor([p.top_k for p in params], device=dev),
+                               torch.tensor([p.top_p for p in params], device=dev),
+                               torch.tensor([p.min_p for p in params], device=dev))
+    return logits.softmax(dim=-1)
 
-class Sampler:
-    "Picks one token per row of a logits batch, each row with its own `SamplingParams` and generator."
-    def __call__(self, logits: torch.Tensor, params: list[SamplingParams],
-                 generators: list[torch.Generator | None] | None = None,
-                 prompt_ids: list[list[int]] | None = None, output_ids: list[list[int]] | None = None) -> SamplerOutput:
-        rows = len(params)
-        logits = logits.float()
-        want_logprobs = [p.logprobs is not None for p in params]
-        raw_logprobs = logits.log_softmax(dim=-1) if any(want_logprobs) else None
-        errors = None
-        if any(p.logits_processors for p in params):
-            logits, errors = self.apply_processors(logits.clone(), params, output_ids or [[]] * rows)
-        if any(p.has_penalties for p in params):
-            logits = apply_penalties(logits.clone(), params, prompt_ids or [[]] * rows, output_ids or [[]] * rows)
-        tokens = logits.argmax(dim=-1)
-        random_rows = [i for i, p in enumerate(params) if not p.greedy]
-        if random_rows:
-            tokens[random_rows] = self.sample(logits[random_rows], [params[i] for i in random_rows],
-                                              [generators[i] if generators else None for i in random_rows])
-        token_ids = tokens.tolist()
-        lp, top = [None] * rows, [None] * rows
-        for i in (i for i in range(rows) if want_logprobs[i]):
-            lp[i] = raw_logprobs[i, token_ids[i]].item()
-            if params[i].logprobs:
-                values, ids = raw_logprobs[i].topk(params[i].logprobs)
-                top[i] = list(zip(ids.tolist(), values.tolist()))
-            else: top[i] = []
-        return SamplerOutput(token_ids, lp, top, errors)
-
-    @staticmethod
-    def apply_processors(logits: torch.Tensor, params: list[SamplingParams], output_ids: list[list[int]]):
-        "Run each row's logits processors; a row whose processor raises gets its error recorded, not raised."
-        errors = [None] * len(params)
-        for i, p in enumerate(params):
-            try:
-                for proc in p.logits_processors: logits[i] = proc(output_ids[i], logits[i])
-            except Exception as e:
-                errors[i] = e
-                logits[i] = 0.0   # any finite row: its token is discarded
-        return logits, errors
-
-    def sample(self, logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator | None]) -> torch.Tensor:
-        "Temperature, top-k/top-p/min-p, then one draw per row (seeded rows from their own generator)."
-        dev = logits.device
-        temperature = torch.tensor([p.temperature for p in params], device=dev)
-        logits = logits / temperature[:, None]
-        if any(p.top_k or p.top_p < 1 or p.min_p for p in params):
-            logits = filter_logits(logits, torch.tensor([p.top_k for p in params], device=dev),
-                                   torch.tensor([p.top_p for p in params], device=dev),
-                                   torch.tensor([p.min_p for p in params], device=dev))
-        probs = logits.softmax(dim=-1)
-        noise = torch.empty_like(probs)
-        unseeded = [i for i, g in enumerate(generators) if g is None]
-        if unseeded: noise[unseeded] = torch.empty_like(probs[unseeded]).exponential_()
-        for i, g in enumerate(generators):
-            if g is not None: noise[i].exponential_(generator=g)
-        return (probs / noise).argmax(dim=-1)
+def draw_tokens(probs: torch.Tensor, generators: list[torch.Generator | None]) -> torch.Tensor:
+    "One token per row, `argmax(p / E)` with `E ~ Exp(1)`; a seeded row's `E` from its generator."
+    noise = torch.empty_like(probs)
+    unseeded = [i for i, g in enumerate(generators) if g is None]
+    if unseeded: noise[unseeded] = torch.empty_like(probs[unseeded]).exponential_()
+    for i, g in enumerate(generators):
+        if g is not None: noise[i].exponential_(generator=g)
+    return (probs / noise).argmax(dim=-1)
 
 def make_generator(seed: int | None, device: str | torch.device = 'cpu') -> torch.Generator | None:
     "A generator for a seeded request, or None (use the global one)."
     return None if seed is None else torch.Generator(device=device).manual_seed(seed)
+
+# %% ../nbs/02_sampling.ipynb #ad2b7b83
+@dataclass
+class SamplerOutput:
+    "The chosen tokens and, for rows that asked, their logprobs and the top alternatives."
+    token_ids: list[int]
+    logprobs: list[float | None]                          # logprob of the chosen token, per row
+    top_logprobs: list[list[tuple[int, float]] | None]    # [(token_id, logprob)] best first
+    errors: list[Exception | None] | None = None          # the row's logits processor raised
+
+def _gather_logprobs(raw: torch.Tensor | None, token_ids: list[int], params: list[SamplingParams]):
+    "For each row that asked: its token's logprob and its `logprobs` best (token, logprob) pairs."
+    lp, top = [None] * len(params), [None] * len(params)
+    for i, p in enumerate(params):
+        if p.logprobs is None: continue
+        lp[i] = raw[i, token_ids[i]].item()
+        if p.logprobs:
+            values, ids = raw[i].topk(p.logprobs)
+            top[i] = list(zip(ids.tolist(), values.tolist()))
+        else: top[i] = []
+    return lp, top
+
+# %% ../nbs/02_sampling.ipynb #2de19ebc
+def _apply_processors(logits: torch.Tensor, params: list[SamplingParams],
+                      output_ids: list[list[int]]):
+    "Run each row's logits processors; a row whose processor raises gets its error recorded."
+    errors = [None] * len(params)
+    for i, p in enumerate(params):
+        try:
+            for proc in p.logits_processors: logits[i] = proc(output_ids[i], logits[i])
+        except Exception as e:
+            errors[i] = e
+            logits[i] = 0.0   # any finite row: its token is discarded
+    return logits, errors
+
+# %% ../nbs/02_sampling.ipynb #c89c2fce
+class Sampler:
+    "Picks one token per row of a logits batch, each row with its own `SamplingParams`/generator."
+    def __call__(self, logits: torch.Tensor, params: list[SamplingParams],
+                 generators: list[torch.Generator | None] | None = None,
+                 prompt_ids: list[list[int]] | None = None,
+                 output_ids: list[list[int]] | None = None) -> SamplerOutput:
+        rows = len(params)
+        logits = logits.float()
+        want_logprobs = any(p.logprobs is not None for p in params)
+        raw_logprobs = logits.log_softmax(dim=-1) if want_logprobs else None
+        prompt_ids, output_ids = prompt_ids or [[]] * rows, output_ids or [[]] * rows
+        errors = None
+        if any(p.logits_processors for p in params):
+            logits, errors = self.apply_processors(logits.clone(), params, output_ids)
+        if any(p.has_penalties for p in params):
+            logits = apply_penalties(logits.clone(), params, prompt_ids, output_ids)
+        tokens = logits.argmax(dim=-1)
+        random_rows = [i for i, p in enumerate(params) if not p.greedy]
+        if random_rows:
+            gens = [generators[i] if generators else None for i in random_rows]
+            random_params = [params[i] for i in random_rows]
+            tokens[random_rows] = self.sample(logits[random_rows], random_params, gens)
+        token_ids = tokens.tolist()
+        return SamplerOutput(token_ids, *_gather_logprobs(raw_logprobs, token_ids, params), errors)
+
+    apply_processors = staticmethod(_apply_processors)
+
+    def sample(self, logits: torch.Tensor, params: list[SamplingParams],
+               generators: list[torch.Generator | None]) -> torch.Tensor:
+        "Temperature, top-k/top-p/min-p, then one draw per row (a seeded row from its generator)."
+        return draw_tokens(sampling_probs(logits, params), generators)

@@ -308,16 +308,10 @@ def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | Non
     async def version(): return {'version': __version__}
 
     @app.get('/stats')
-    async def stats():
-        e = engine.engine
-        bm = getattr(e.cache, 'block_manager', None)
-        return {'num_requests_running': len(e.scheduler.running), 'num_requests_waiting': engine.num_waiting,
-                'kv_free_blocks': e.cache.num_free_blocks, 'kv_total_blocks': e.cache.num_blocks,
-                'num_preemptions': e.scheduler.num_preemptions, 'num_aborted_requests': e.num_aborted_requests,
-                'prefix_cache_queries': getattr(bm, 'num_queries', 0), 'prefix_cache_hits': getattr(bm, 'num_hits', 0)}
+    async def stats(): return engine.stats()
 
     from nanollmserve.metrics import CONTENT_TYPE_LATEST, EngineMetrics   # chapter 10
-    metrics = app.state.metrics = EngineMetrics(engine.engine, served_model_name)
+    metrics = app.state.metrics = EngineMetrics(engine.engine, served_model_name, stats=engine.stats)
 
     @app.get('/metrics')
     async def prometheus_metrics(): return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
