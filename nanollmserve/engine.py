@@ -338,7 +338,8 @@ def _fail(self: LLMEngine, req: _Request, error: Exception) -> None:
 # %% ../nbs/05a_engine.ipynb #c4f2adb3
 @patch
 def _output(self: LLMEngine, req: _Request, finished: bool) -> RequestOutput:
-    outs = [CompletionOutput(s.index, s.text, s.output_token_ids, s.finish_reason, s.logprobs,
+    outs = [CompletionOutput(s.index, s.text, s.output_token_ids, s.finish_reason,
+                             None if s.logprobs is None else list(s.logprobs),   # a snapshot, not the live list
                              None if s.logprobs is None else sum(d[t] for d, t in zip(s.logprobs, s.output_token_ids)))
             for s in req.seqs]
     firsts = [s.first_token_time for s in req.seqs if s.first_token_time is not None]
