@@ -17,41 +17,48 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['DTYPES', 'FUSED', 'resolve_model_path', 'load_config', 'resolve_dtype', 'checkpoint_files', 'target_of',
-           'load_weights', 'shards_needed', 'load_model', 'load_tokenizer']
+           'shards_needed', 'load_weights', 'load_model', 'load_tokenizer']
 
 # %% ../nbs/01a_loader.ipynb #636594e2
-DTYPES = {'float32': torch.float32, 'float': torch.float32, 'fp32': torch.float32,
-          'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16, 'float16': torch.float16, 'half': torch.float16,
-          'fp16': torch.float16}
-
 def resolve_model_path(model: str | Path | None) -> Path:
-    "A local checkpoint directory for `model`: a path, a Hub id (downloaded), or None for the embedded default."
+    "A local checkpoint directory for `model`: a path, a Hub id (downloaded), or None: the default."
     if model is None:
         from nanollmserve.testing import default_model_path
         return default_model_path()
     path = Path(model).expanduser()
     if path.is_dir():
-        if not (path/'config.json').exists(): raise FileNotFoundError(f"{path} has no config.json: not a Hugging Face checkpoint")
+        if not (path/'config.json').exists():
+            raise FileNotFoundError(f"{path} has no config.json: not a Hugging Face checkpoint")
         return path
     if path.exists(): raise FileNotFoundError(f"{path} is a file; pass the checkpoint's directory")
     if str(model).startswith(('.', '/', '~')) or str(model).count('/') != 1:
         raise FileNotFoundError(f"model path {model} does not exist")
     try:
         from huggingface_hub import snapshot_download
-        return Path(snapshot_download(str(model), allow_patterns=['*.json', '*.safetensors', '*.jinja', '*.txt', '*.model']))
+        patterns = ['*.json', '*.safetensors', '*.jinja', '*.txt', '*.model']
+        return Path(snapshot_download(str(model), allow_patterns=patterns))
     except Exception as e:
-        raise FileNotFoundError(f"{model} is not a local directory, and downloading it from the Hugging Face Hub "
-                                f"failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        raise FileNotFoundError(f"{model} is not a local directory, and downloading it from the "
+                                f"Hugging Face Hub failed ({reason})") from None
+
+# %% ../nbs/01a_loader.ipynb #c2366e6e
+DTYPES = {'float32': torch.float32, 'float': torch.float32, 'fp32': torch.float32,
+          'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16, 'float16': torch.float16,
+          'half': torch.float16, 'fp16': torch.float16}
 
 def load_config(path: str | Path) -> ModelConfig:
     "Read and check `config.json` of a checkpoint directory."
     return ModelConfig.from_hf(json.loads((Path(path)/'config.json').read_text()))
 
-def resolve_dtype(dtype: str | torch.dtype, cfg: ModelConfig, device: str | torch.device) -> torch.dtype:
+def resolve_dtype(dtype: str | torch.dtype, cfg: ModelConfig, device: str | torch.device
+                  ) -> torch.dtype:
     "float32 on CPU for 'auto'; on CUDA the checkpoint's half dtype, bfloat16 if it has none."
     if isinstance(dtype, torch.dtype): return dtype
     if dtype != 'auto':
-        if dtype not in DTYPES: raise ValueError(f"unsupported dtype {dtype!r}; supported: auto, float32, bfloat16, float16")
+        if dtype not in DTYPES:
+            raise ValueError(f"unsupported dtype {dtype!r}; "
+                             "supported: auto, float32, bfloat16, float16")
         return DTYPES[dtype]
     if torch.device(device).type == 'cpu': return torch.float32
     return {'float16': torch.float16}.get(cfg.dtype, torch.bfloat16)
@@ -61,12 +68,14 @@ FUSED = {'q_proj': ('qkv_proj', 0), 'k_proj': ('qkv_proj', 1), 'v_proj': ('qkv_p
          'gate_proj': ('gate_up_proj', 0), 'up_proj': ('gate_up_proj', 1)}
 
 def checkpoint_files(path: Path) -> list[Path]:
-    "The safetensors files of a checkpoint: the shards of the index if there is one, else every file."
+    "The safetensors files of a checkpoint: the shards of its index if it has one, else all."
     index = path/'model.safetensors.index.json'
     if index.exists():
         return [path/f for f in sorted(set(json.loads(index.read_text())['weight_map'].values()))]
     files = sorted(path.glob('*.safetensors'))
-    if not files: raise FileNotFoundError(f"no *.safetensors files in {path} (.bin checkpoints are not supported)")
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors files in {path} "
+                                "(.bin checkpoints are not supported)")
     return files
 
 def target_of(name: str) -> tuple[str, int | None]:
@@ -77,6 +86,12 @@ def target_of(name: str) -> tuple[str, int | None]:
         return '.'.join(parts[:-2] + [fused, parts[-1]]), shard
     return name, None
 
+def shards_needed(param_name: str) -> set:
+    "Shards that must fill a parameter: all parts of a fused projection, else the whole (None)."
+    module = param_name.split('.')[-2]
+    return {shard for fused, shard in FUSED.values() if fused == module} or {None}
+
+# %% ../nbs/01a_loader.ipynb #0b77826b
 @torch.no_grad()
 def load_weights(model: CausalLM, path: Path) -> None:
     "Copy every tensor of the checkpoint into its parameter; raise if a parameter is left unfilled."
@@ -87,36 +102,36 @@ def load_weights(model: CausalLM, path: Path) -> None:
         with safe_open(file, framework='pt') as f:
             for name in f.keys():
                 if name.endswith('rotary_emb.inv_freq'): continue
-                if name == 'lm_head.weight' and model.lm_head is None: continue  # tied to the embeddings
+                if name == 'lm_head.weight' and model.lm_head is None: continue  # tied
                 target, shard = target_of(name)
                 if target not in params:
-                    _log.warning("ignoring checkpoint tensor %s: the model has no such parameter", name); continue
+                    _log.warning("ignoring checkpoint tensor %s: the model has no such parameter",
+                                 name)
+                    continue
                 param = params[target]
                 loader = getattr(param, 'weight_loader', None)
                 tensor = f.get_tensor(name).to(param.dtype)
-                if loader is None:
-                    if param.shape != tensor.shape:
-                        raise ValueError(f"{name}: shape {tuple(tensor.shape)} does not fit {tuple(param.shape)}")
-                    param.data.copy_(tensor)
-                else: loader(param, tensor, shard)
+                if loader is not None: loader(param, tensor, shard)
+                elif param.shape != tensor.shape:
+                    raise ValueError(f"{name}: shape {tuple(tensor.shape)} "
+                                     f"does not fit {tuple(param.shape)}")
+                else: param.data.copy_(tensor)
                 filled[target].add(shard)
     missing = [n for n in params if filled[n] != shards_needed(n)]
-    if missing: raise ValueError(f"checkpoint {path} has no weights for {len(missing)} parameters, e.g. {missing[:3]}")
-
-def shards_needed(param_name: str) -> set:
-    "Which shards must fill a parameter: all parts of a fused projection, else the whole tensor (None)."
-    module = param_name.split('.')[-2]
-    return {shard for fused, shard in FUSED.values() if fused == module} or {None}
+    if missing:
+        raise ValueError(f"checkpoint {path} has no weights for {len(missing)} parameters, "
+                         f"e.g. {missing[:3]}")
 
 # %% ../nbs/01a_loader.ipynb #55474c65
-def load_model(model: str | Path | None = None,  # checkpoint directory, Hub id, or None for the embedded default
+def load_model(model: str | Path | None = None,  # checkpoint directory, Hub id, None: the default
                dtype: str | torch.dtype = 'auto', device: str | torch.device = 'cpu',
                linear: LinearFactory = Linear) -> tuple[CausalLM, Path]:
-    "Build our decoder for a Hugging Face checkpoint and load its weights; return (model, checkpoint dir)."
+    "Build our decoder for a Hugging Face checkpoint, load its weights; return (model, directory)."
     path = resolve_model_path(model)
     cfg = load_config(path)
     device = torch.device(device)
-    if device.type == 'cuda' and not torch.cuda.is_available(): raise ValueError("device 'cuda' requested but CUDA is not available")
+    if device.type == 'cuda' and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but CUDA is not available")
     torch_dtype = resolve_dtype(dtype, cfg, device)
     with torch.device(device): net = CausalLM(cfg, linear)
     net.to(torch_dtype)
