@@ -12,14 +12,15 @@ import math
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
 # %% auto #0
-__all__ = ['BenchRequest', 'random_dataset', 'shared_prefix_dataset', 'RequestResult', 'run_sync', 'sse_lines', 'send_request',
-           'arrival_gaps', 'run_benchmark', 'parse_goodput', 'summarize', 'format_report', 'free_port', 'ServerProcess',
-           'token_pool', 'load_bench_tokenizer', 'parse_range', 'main', 'served_model']
+__all__ = ['BenchRequest', 'random_dataset', 'shared_prefix_dataset', 'token_pool', 'free_port', 'ServerProcess', 'served_model',
+           'RequestResult', 'run_sync', 'sse_lines', 'request_body', 'choice_text', 'check_complete', 'send_request',
+           'arrival_gaps', 'run_benchmark', 'parse_goodput', 'meets_slos', 'summarize', 'format_report',
+           'load_bench_tokenizer', 'parse_range', 'bench_parser', 'bench_dataset', 'main']
 
 # %% ../nbs/10a_serving_benchmark.ipynb #24bda158
 @dataclass
@@ -32,20 +33,78 @@ def _lengths(spec: tuple[int, int], n: int, rng: random.Random) -> list[int]:
     lo, hi = spec
     return [rng.randint(lo, hi) for _ in range(n)]
 
-def random_dataset(num_prompts: int, token_ids: list[int], input_len=(100, 512), output_len=(100, 512),
-                   seed: int = 0) -> list[BenchRequest]:
-    "Prompts of random token ids drawn from `token_ids`, lengths uniform in the given ranges (W1 by default)."
+def random_dataset(num_prompts: int, token_ids: list[int], input_len=(100, 512),
+                   output_len=(100, 512), seed: int = 0) -> list[BenchRequest]:
+    "Prompts of random ids from `token_ids`, lengths uniform in the given ranges (W1 by default)."
     rng = random.Random(seed)
     ins, outs = _lengths(input_len, num_prompts, rng), _lengths(output_len, num_prompts, rng)
     return [BenchRequest([rng.choice(token_ids) for _ in range(i)], o) for i, o in zip(ins, outs)]
 
-def shared_prefix_dataset(num_prompts: int, token_ids: list[int], prefix_len: int = 512, suffix_len=(32, 128),
-                          output_len=(64, 64), seed: int = 0) -> list[BenchRequest]:
+# %% ../nbs/10a_serving_benchmark.ipynb #8c13c9cd
+def shared_prefix_dataset(num_prompts: int, token_ids: list[int], prefix_len: int = 512,
+                          suffix_len=(32, 128), output_len=(64, 64),
+                          seed: int = 0) -> list[BenchRequest]:
     "One random prefix shared by all prompts, each followed by its own random suffix."
     rng = random.Random(seed)
     prefix = [rng.choice(token_ids) for _ in range(prefix_len)]
     sufs, outs = _lengths(suffix_len, num_prompts, rng), _lengths(output_len, num_prompts, rng)
-    return [BenchRequest(prefix + [rng.choice(token_ids) for _ in range(s)], o) for s, o in zip(sufs, outs)]
+    return [BenchRequest(prefix + [rng.choice(token_ids) for _ in range(s)], o)
+            for s, o in zip(sufs, outs)]
+
+# %% ../nbs/10a_serving_benchmark.ipynb #760b98b1
+def token_pool(tokenizer) -> list[int]:
+    "Token ids a random prompt may use: the whole vocabulary minus special tokens."
+    special = set(tokenizer.all_special_ids)
+    return [t for t in range(len(tokenizer)) if t not in special]
+
+# %% ../nbs/10a_serving_benchmark.ipynb #46f6b9a2
+def free_port() -> int:
+    "A TCP port nobody listens on right now."
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+class ServerProcess:
+    "A server subprocess: `with ServerProcess(cmd, port) as url:` waits for /health, then stops it."
+    def __init__(self, cmd: list[str], port: int, env: dict | None = None, timeout: float = 600):
+        self.cmd, self.port, self.env, self.timeout = cmd, port, env, timeout
+        self.url = f"http://127.0.0.1:{port}"
+
+    def __enter__(self) -> str:
+        import os, subprocess, tempfile, httpx
+        self.log = tempfile.TemporaryFile(mode='w+')
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(self.env or {})})
+        deadline = time.time() + self.timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                self.log.seek(0); output = self.log.read()[-3000:]; self.log.close()
+                raise RuntimeError(f"server exited ({self.proc.returncode}): {output}")
+            try:
+                if httpx.get(self.url + '/health', timeout=2).status_code == 200: return self.url
+            except httpx.HTTPError: pass
+            time.sleep(0.5)
+        self.__exit__()
+        raise RuntimeError(f"server did not answer /health within {self.timeout:.0f} s")
+
+    def __exit__(self, *exc) -> None:
+        import signal, subprocess
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try: self.proc.wait(30)
+            except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
+        self.log.close()
+
+# %% ../nbs/10a_serving_benchmark.ipynb #66e7f914
+def served_model(base_url: str, api_key: str | None = None) -> str:
+    "The first model the server lists at /v1/models."
+    import httpx
+    headers = {'Authorization': f'Bearer {api_key}'} if api_key else {}
+    try: r = httpx.get(f"{base_url.rstrip('/')}/v1/models", headers=headers, timeout=30)
+    except httpx.HTTPError as e: raise ValueError(f"cannot reach {base_url}: {e}") from None
+    if r.status_code != 200:
+        raise ValueError(f"{base_url}/v1/models answered {r.status_code}: {r.text[:200]}")
+    return r.json()['data'][0]['id']
 
 # %% ../nbs/10a_serving_benchmark.ipynb #f1850dec
 @dataclass
@@ -62,8 +121,11 @@ class RequestResult:
 
     @property
     def tpot(self) -> float:
-        return (self.latency - self.ttft) / (self.output_tokens - 1) if self.output_tokens > 1 else 0.0
+        "Seconds per output token after the first (0 with fewer than two tokens)."
+        if self.output_tokens < 2: return 0.0
+        return (self.latency - self.ttft) / (self.output_tokens - 1)
 
+# %% ../nbs/10a_serving_benchmark.ipynb #7f2ca6a9
 def run_sync(coro):
     "Run a coroutine to completion, also from code that already runs an event loop (a notebook)."
     try: asyncio.get_running_loop()
@@ -71,8 +133,9 @@ def run_sync(coro):
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as pool: return pool.submit(asyncio.run, coro).result()
 
+# %% ../nbs/10a_serving_benchmark.ipynb #bf7eaa5c
 async def sse_lines(response):
-    "The lines of a server-sent event stream, split at line ends only (not at U+2028 and friends, as str.splitlines does)."
+    "The lines of a server-sent event stream, split at line ends only (not at U+2028 and friends)."
     buf = b''
     async for chunk in response.aiter_bytes():
         buf += chunk
@@ -80,14 +143,38 @@ async def sse_lines(response):
         for line in lines: yield line.rstrip(b'\r').decode('utf-8', errors='replace')
     if buf: yield buf.rstrip(b'\r').decode('utf-8', errors='replace')
 
-async def send_request(client, base_url: str, model: str, req: BenchRequest, endpoint: str = 'completions',
-                       prompt_text: str | None = None, api_key: str | None = None) -> RequestResult:
-    "Send one streaming request and time it; never raises — errors are recorded in the result."
-    res = RequestResult(len(req.prompt_token_ids), req.output_len)
-    body = {'model': model, 'max_tokens': req.output_len, 'temperature': 0.0, 'ignore_eos': True, 'stream': True,
-            'stream_options': {'include_usage': True}}
+# %% ../nbs/10a_serving_benchmark.ipynb #78827e92
+def request_body(model: str, req: BenchRequest, endpoint: str = 'completions',
+                 prompt_text: str | None = None) -> dict:
+    "The JSON of one streamed request: greedy, exactly `req.output_len` tokens, usage at the end."
+    body = {'model': model, 'max_tokens': req.output_len, 'temperature': 0.0, 'ignore_eos': True,
+            'stream': True, 'stream_options': {'include_usage': True}}
     if endpoint == 'chat': body['messages'] = [{'role': 'user', 'content': prompt_text}]
     else: body['prompt'] = req.prompt_token_ids
+    return body
+
+def choice_text(choice: dict, endpoint: str) -> str:
+    "The text one streamed choice carries ('' for none)."
+    if endpoint == 'chat': return (choice.get('delta') or {}).get('content') or ''
+    return choice.get('text') or ''
+
+# %% ../nbs/10a_serving_benchmark.ipynb #b043cced
+def check_complete(res: RequestResult, chunks: int) -> RequestResult:
+    "Mark `res` ok after its stream ended, or say why not: no text, or fewer tokens than asked."
+    res.output_tokens = res.output_tokens or chunks
+    if chunks == 0: res.error = 'no text was streamed'
+    elif res.output_tokens < res.output_len:
+        res.error = f"asked for {res.output_len} tokens, got {res.output_tokens}"
+    else: res.ok = True
+    return res
+
+# %% ../nbs/10a_serving_benchmark.ipynb #9d2625a5
+async def send_request(client, base_url: str, model: str, req: BenchRequest,
+                       endpoint: str = 'completions', prompt_text: str | None = None,
+                       api_key: str | None = None) -> RequestResult:
+    "Send one streaming request and time it; never raises — errors are recorded in the result."
+    res = RequestResult(len(req.prompt_token_ids), req.output_len)
+    body = request_body(model, req, endpoint, prompt_text)
     headers = {'Authorization': f'Bearer {api_key}'} if api_key else {}
     url = f"{base_url.rstrip('/')}/v1/{'chat/completions' if endpoint == 'chat' else 'completions'}"
     chunks, start = 0, time.perf_counter()
@@ -106,48 +193,47 @@ async def send_request(client, base_url: str, model: str, req: BenchRequest, end
                     res.error = f"stream error: {json.dumps(event['error'])[:300]}"; return res
                 if event.get('usage'): res.output_tokens = event['usage'].get('completion_tokens', 0)
                 for choice in event.get('choices') or []:
-                    text = choice.get('text') if endpoint != 'chat' else (choice.get('delta') or {}).get('content')
-                    if not text: continue
+                    if not choice_text(choice, endpoint): continue
                     now = time.perf_counter()
                     if chunks == 0: res.ttft = now - start
                     else: res.itl.append(now - last)
                     last, chunks = now, chunks + 1
         res.latency = time.perf_counter() - start
-    except Exception as e:                                # connection refused, reset, timeout, bad JSON
+    except Exception as e:                      # connection refused, reset, timeout, bad JSON
         res.error = f"{type(e).__name__}: {e}"; return res
-    res.output_tokens = res.output_tokens or chunks
-    if chunks == 0: res.error = 'no text was streamed'
-    elif res.output_tokens < req.output_len:
-        res.error = f"asked for {req.output_len} tokens, got {res.output_tokens}"
-    else: res.ok = True
-    return res
+    return check_complete(res, chunks)
 
 # %% ../nbs/10a_serving_benchmark.ipynb #d4133efc
 def arrival_gaps(n: int, request_rate: float, seed: int = 0) -> list[float]:
-    "Seconds between consecutive arrivals: exponential (a Poisson process), or zero for an infinite rate."
+    "Seconds between arrivals: exponential (a Poisson process), or zero for an infinite rate."
     rng = random.Random(seed)
     return [0.0 if math.isinf(request_rate) else rng.expovariate(request_rate) for _ in range(n)]
 
-async def run_benchmark(base_url: str, model: str, requests: list[BenchRequest], request_rate: float = math.inf,
-                        max_concurrency: int | None = None, endpoint: str = 'completions', prompt_texts=None,
-                        api_key: str | None = None, seed: int = 0, progress: bool = True) -> tuple[list[RequestResult], float]:
-    "Send every request on its Poisson schedule; returns the results (in request order) and the duration."
+# %% ../nbs/10a_serving_benchmark.ipynb #b65512aa
+async def run_benchmark(base_url: str, model: str, requests: list[BenchRequest],
+                        request_rate: float = math.inf, max_concurrency: int | None = None,
+                        endpoint: str = 'completions', prompt_texts=None,
+                        api_key: str | None = None, seed: int = 0,
+                        progress: bool = True) -> tuple[list[RequestResult], float]:
+    "Send every request on its Poisson schedule; the results (in request order) and the duration."
     import httpx
     from tqdm.auto import tqdm
     limit = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     bar = tqdm(total=len(requests), desc='requests', disable=not progress, dynamic_ncols=True)
     async def one(i, req):
-        async def go():
-            return await send_request(client, base_url, model, req, endpoint, prompt_texts[i] if prompt_texts else None, api_key)
+        go = lambda: send_request(client, base_url, model, req, endpoint,
+                                  prompt_texts[i] if prompt_texts else None, api_key)
         if limit:
             async with limit: res = await go()
         else: res = await go()
         bar.update(1)
         return res
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     timeout = httpx.Timeout(None, connect=30.0)
-    async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=None, max_keepalive_connections=None)) as client:
+    gaps = arrival_gaps(len(requests), request_rate, seed)
+    async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
         tasks, start = [], time.perf_counter()
-        for i, (req, gap) in enumerate(zip(requests, arrival_gaps(len(requests), request_rate, seed))):
+        for i, (req, gap) in enumerate(zip(requests, gaps)):
             if gap: await asyncio.sleep(gap)
             tasks.append(asyncio.create_task(one(i, req)))
         results = await asyncio.gather(*tasks)
@@ -155,34 +241,44 @@ async def run_benchmark(base_url: str, model: str, requests: list[BenchRequest],
     bar.close()
     return list(results), duration
 
+# %% ../nbs/10a_serving_benchmark.ipynb #dce99ded
 def parse_goodput(specs: list[str] | None) -> dict[str, float]:
-    "['ttft:500', 'tpot:50'] -> {'ttft': 0.5, 'tpot': 0.05} (seconds); raises ValueError on a bad spec."
+    "['ttft:500', 'tpot:50'] -> {'ttft': 0.5, 'tpot': 0.05} (seconds); ValueError on a bad spec."
     slos = {}
     for spec in specs or []:
         name, _, ms = spec.partition(':')
-        if name not in ('ttft', 'tpot', 'e2el'): raise ValueError(f"--goodput {spec!r}: the metric must be ttft, tpot or e2el")
+        if name not in ('ttft', 'tpot', 'e2el'):
+            raise ValueError(f"--goodput {spec!r}: the metric must be ttft, tpot or e2el")
         try: value = float(ms)
-        except ValueError: raise ValueError(f"--goodput {spec!r}: the limit must be a number of milliseconds") from None
+        except ValueError:
+            msg = f"--goodput {spec!r}: the limit must be a number of milliseconds"
+            raise ValueError(msg) from None
         if value <= 0: raise ValueError(f"--goodput {spec!r}: the limit must be positive")
         slos[name] = value / 1e3
     return slos
 
-def summarize(results: list[RequestResult], duration: float, goodput: dict[str, float] | None = None) -> dict:
-    "The report: counts, throughputs, and mean/median/p99 (ms) of TTFT, TPOT, ITL and E2EL over completed requests."
+def meets_slos(r: RequestResult, slos: dict[str, float]) -> bool:
+    "Whether a request met every SLO (limits in seconds, by metric)."
+    return all({'ttft': r.ttft, 'tpot': r.tpot, 'e2el': r.latency}[k] <= v for k, v in slos.items())
+
+# %% ../nbs/10a_serving_benchmark.ipynb #1748ddde
+def summarize(results: list[RequestResult], duration: float,
+              goodput: dict[str, float] | None = None) -> dict:
+    "Counts, throughputs, and mean/median/p99 (ms) of TTFT, TPOT, ITL, E2EL of completed requests."
     ok = [r for r in results if r.ok]
+    n_in, n_out = sum(r.prompt_len for r in ok), sum(r.output_tokens for r in ok)
     out = dict(completed=len(ok), failed=len(results) - len(ok), duration_s=duration,
-               request_throughput=len(ok) / duration, output_throughput=sum(r.output_tokens for r in ok) / duration,
-               total_token_throughput=sum(r.output_tokens + r.prompt_len for r in ok) / duration,
-               total_input_tokens=sum(r.prompt_len for r in ok), total_output_tokens=sum(r.output_tokens for r in ok))
+               request_throughput=len(ok) / duration, output_throughput=n_out / duration,
+               total_token_throughput=(n_in + n_out) / duration,
+               total_input_tokens=n_in, total_output_tokens=n_out)
     series = dict(ttft=[r.ttft for r in ok], tpot=[r.tpot for r in ok if r.output_tokens > 1],
                   itl=[x for r in ok for x in r.itl], e2el=[r.latency for r in ok])
+    stats = (('mean', np.mean), ('median', np.median), ('p99', lambda a: np.percentile(a, 99)))
     for name, xs in series.items():
         xs = np.array(xs) * 1e3
-        for stat, f in (('mean', np.mean), ('median', np.median), ('p99', lambda a: np.percentile(a, 99))):
-            out[f'{stat}_{name}_ms'] = float(f(xs)) if len(xs) else float('nan')
+        for stat, f in stats: out[f'{stat}_{name}_ms'] = float(f(xs)) if len(xs) else float('nan')
     if goodput:
-        good = [r for r in ok if all(getattr(r, 'latency' if k == 'e2el' else k) <= v for k, v in goodput.items())]
-        out['goodput'] = len(good) / duration
+        out['goodput'] = sum(meets_slos(r, goodput) for r in ok) / duration
         out['goodput_slos_ms'] = {k: v * 1e3 for k, v in goodput.items()}
     errors = {}
     for r in results:
@@ -190,137 +286,119 @@ def summarize(results: list[RequestResult], duration: float, goodput: dict[str, 
     out['errors'] = errors
     return out
 
+# %% ../nbs/10a_serving_benchmark.ipynb #f93c4a6c
 def format_report(s: dict) -> str:
     "The report as vLLM's benchmark prints it."
-    lines = [f"{'Successful requests:':<36}{s['completed']:>12}", f"{'Failed requests:':<36}{s['failed']:>12}",
-             f"{'Benchmark duration (s):':<36}{s['duration_s']:>12.2f}",
-             f"{'Total input tokens:':<36}{s['total_input_tokens']:>12}", f"{'Total generated tokens:':<36}{s['total_output_tokens']:>12}",
-             f"{'Request throughput (req/s):':<36}{s['request_throughput']:>12.2f}",
-             f"{'Output token throughput (tok/s):':<36}{s['output_throughput']:>12.2f}",
-             f"{'Total token throughput (tok/s):':<36}{s['total_token_throughput']:>12.2f}"]
-    if 'goodput' in s: lines.append(f"{'Goodput (req/s):':<36}{s['goodput']:>12.2f}")
-    for name, title in (('ttft', 'Time to first token'), ('tpot', 'Time per output token (excl. 1st)'),
-                        ('itl', 'Inter-token latency'), ('e2el', 'End-to-end latency')):
+    row = lambda label, value: f"{label:<36}{value:>12}"
+    lines = [row('Successful requests:', s['completed']), row('Failed requests:', s['failed']),
+             row('Benchmark duration (s):', f"{s['duration_s']:.2f}"),
+             row('Total input tokens:', s['total_input_tokens']),
+             row('Total generated tokens:', s['total_output_tokens']),
+             row('Request throughput (req/s):', f"{s['request_throughput']:.2f}"),
+             row('Output token throughput (tok/s):', f"{s['output_throughput']:.2f}"),
+             row('Total token throughput (tok/s):', f"{s['total_token_throughput']:.2f}")]
+    if 'goodput' in s: lines.append(row('Goodput (req/s):', f"{s['goodput']:.2f}"))
+    titles = (('ttft', 'Time to first token'), ('tpot', 'Time per output token (excl. 1st)'),
+              ('itl', 'Inter-token latency'), ('e2el', 'End-to-end latency'))
+    for name, title in titles:
         lines.append(f"{'-' * 16}{title:^{max(len(title) + 2, 16)}}{'-' * 16}")
         for stat in ('mean', 'median', 'p99'):
             label = f"{stat.capitalize() if stat != 'p99' else 'P99'} {name.upper()} (ms):"
-            lines.append(f"{label:<36}{s[f'{stat}_{name}_ms']:>12.2f}")
+            lines.append(row(label, f"{s[f'{stat}_{name}_ms']:.2f}"))
     for err, n in list(s['errors'].items())[:5]: lines.append(f"failed x{n}: {err}")
     return '\n'.join(lines)
 
-# %% ../nbs/10a_serving_benchmark.ipynb #46f6b9a2
-def free_port() -> int:
-    "A TCP port nobody listens on right now."
-    import socket
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
-
-class ServerProcess:
-    "A server run as a subprocess; `with ServerProcess(cmd, port) as url:` waits for /health, then stops it."
-    def __init__(self, cmd: list[str], port: int, env: dict | None = None, timeout: float = 600):
-        self.cmd, self.port, self.env, self.timeout = cmd, port, env, timeout
-        self.url = f"http://127.0.0.1:{port}"
-
-    def __enter__(self) -> str:
-        import os, subprocess, tempfile, httpx
-        self.log = tempfile.TemporaryFile(mode='w+')
-        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(self.env or {})})
-        deadline = time.time() + self.timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                self.log.seek(0); raise RuntimeError(f"server exited ({self.proc.returncode}): {self.log.read()[-3000:]}")
-            try:
-                if httpx.get(self.url + '/health', timeout=2).status_code == 200: return self.url
-            except httpx.HTTPError: pass
-            time.sleep(0.5)
-        self.__exit__(); raise RuntimeError(f"server did not answer /health within {self.timeout:.0f} s")
-
-    def __exit__(self, *exc) -> None:
-        import signal, subprocess
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try: self.proc.wait(30)
-            except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
-        self.log.close()
-
 # %% ../nbs/10a_serving_benchmark.ipynb #6a1ffd67
-def token_pool(tokenizer) -> list[int]:
-    "Token ids a random prompt may use: the whole vocabulary minus special tokens."
-    special = set(tokenizer.all_special_ids)
-    return [t for t in range(len(tokenizer)) if t not in special]
-
 def load_bench_tokenizer(name: str | None, model: str):
-    "The tokenizer to draw prompts from: `name`, else the served model's (a checkpoint, a Hub id, or our embedded model)."
+    "The tokenizer to draw prompts from: `name`, else the model's (checkpoint, Hub id, or ours)."
     from nanollmserve.loader import load_tokenizer, resolve_model_path
     from nanollmserve.testing import DEFAULT_MODEL_NAME
     name = name or model
     try: return load_tokenizer(resolve_model_path(None if name == DEFAULT_MODEL_NAME else name))
     except FileNotFoundError as e:
-        raise ValueError(f"no tokenizer for {name!r} ({e}): pass --tokenizer (a checkpoint directory or Hub id)") from None
+        raise ValueError(f"no tokenizer for {name!r} ({e}): "
+                         "pass --tokenizer (a checkpoint directory or Hub id)") from None
 
 def parse_range(text: str) -> tuple[int, int]:
     "'128' -> (128, 128); '100:512' -> (100, 512)."
     lo, _, hi = text.partition(':')
     lo, hi = int(lo), int(hi or lo)
-    if not 0 < lo <= hi: raise ValueError(f"bad length range {text!r}: want N or LO:HI with 0 < LO <= HI")
+    if not 0 < lo <= hi:
+        raise ValueError(f"bad length range {text!r}: want N or LO:HI with 0 < LO <= HI")
     return lo, hi
 
+# %% ../nbs/10a_serving_benchmark.ipynb #bbd627df
+def bench_parser() -> argparse.ArgumentParser:
+    "The command line of `python -m nanollmserve.bench`."
+    ap = argparse.ArgumentParser(
+        prog='python -m nanollmserve.bench',
+        description='Benchmark an OpenAI-compatible server (ours or vLLM) with streamed requests.')
+    arg = ap.add_argument
+    arg('--base-url', default='http://127.0.0.1:8000')
+    arg('--model', default=None,
+        help="model name to request (default: the server's first /v1/models entry)")
+    arg('--tokenizer', default=None,
+        help='checkpoint directory or Hub id whose vocabulary prompts are drawn from')
+    arg('--endpoint', choices=['completions', 'chat'], default='completions')
+    arg('--dataset', choices=['random', 'shared-prefix'], default='random')
+    arg('--num-prompts', type=int, default=64)
+    arg('--input-len', default='100:512',
+        help='random: prompt length N or LO:HI (default: W1, 100:512)')
+    arg('--output-len', default='100:512', help='tokens to generate, N or LO:HI (default 100:512)')
+    arg('--prefix-len', type=int, default=512, help='shared-prefix: tokens of the shared prefix')
+    arg('--suffix-len', default='32:128',
+        help='shared-prefix: per-request suffix length, N or LO:HI')
+    arg('--request-rate', type=float, default=math.inf,
+        help='Poisson arrivals per second (default inf: all at once)')
+    arg('--max-concurrency', type=int, default=None)
+    arg('--goodput', nargs='*', default=None, metavar='METRIC:MS',
+        help='SLOs, e.g. ttft:500 tpot:50')
+    arg('--api-key', default=None)
+    arg('--seed', type=int, default=0)
+    arg('--result-file', default=None, help='write the report (and the settings) as JSON here')
+    arg('--no-progress', action='store_true')
+    return ap
+
+# %% ../nbs/10a_serving_benchmark.ipynb #41233b89
+def bench_dataset(args: argparse.Namespace, pool: list[int]) -> list[BenchRequest]:
+    "The requests of the parsed command line, with ids drawn from `pool`."
+    n, out_len = args.num_prompts, parse_range(args.output_len)
+    if args.dataset == 'random':
+        return random_dataset(n, pool, parse_range(args.input_len), out_len, args.seed)
+    suffix_len = parse_range(args.suffix_len)
+    return shared_prefix_dataset(n, pool, args.prefix_len, suffix_len, out_len, args.seed)
+
+# %% ../nbs/10a_serving_benchmark.ipynb #e0e8c50b
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(prog='python -m nanollmserve.bench',
-                                 description='Benchmark an OpenAI-compatible server (ours or vLLM) with streamed requests.')
-    ap.add_argument('--base-url', default='http://127.0.0.1:8000')
-    ap.add_argument('--model', default=None, help="model name to request (default: the server's first /v1/models entry)")
-    ap.add_argument('--tokenizer', default=None, help='checkpoint directory or Hub id whose vocabulary prompts are drawn from')
-    ap.add_argument('--endpoint', choices=['completions', 'chat'], default='completions')
-    ap.add_argument('--dataset', choices=['random', 'shared-prefix'], default='random')
-    ap.add_argument('--num-prompts', type=int, default=64)
-    ap.add_argument('--input-len', default='100:512', help='random: prompt length N or LO:HI (default: W1, 100:512)')
-    ap.add_argument('--output-len', default='100:512', help='tokens to generate, N or LO:HI (default 100:512)')
-    ap.add_argument('--prefix-len', type=int, default=512, help='shared-prefix: tokens of the shared prefix')
-    ap.add_argument('--suffix-len', default='32:128', help='shared-prefix: per-request suffix length, N or LO:HI')
-    ap.add_argument('--request-rate', type=float, default=math.inf, help='Poisson arrivals per second (default inf: all at once)')
-    ap.add_argument('--max-concurrency', type=int, default=None)
-    ap.add_argument('--goodput', nargs='*', default=None, metavar='METRIC:MS', help='SLOs, e.g. ttft:500 tpot:50')
-    ap.add_argument('--api-key', default=None)
-    ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--result-file', default=None, help='write the report (and the settings) as JSON here')
-    ap.add_argument('--no-progress', action='store_true')
+    "Run the benchmark the command line describes; print the report and return it."
+    ap = bench_parser()
     args = ap.parse_args(argv)
     try:
         goodput = parse_goodput(args.goodput)
         if args.num_prompts < 1: raise ValueError('--num-prompts must be at least 1')
         if args.request_rate <= 0: raise ValueError('--request-rate must be positive')
-        if args.max_concurrency is not None and args.max_concurrency < 1: raise ValueError('--max-concurrency must be at least 1')
+        if args.max_concurrency is not None and args.max_concurrency < 1:
+            raise ValueError('--max-concurrency must be at least 1')
         model = args.model or served_model(args.base_url, args.api_key)
         tok = load_bench_tokenizer(args.tokenizer, model)
-        pool = token_pool(tok)
-        out_len = parse_range(args.output_len)
-        if args.dataset == 'random':
-            requests = random_dataset(args.num_prompts, pool, parse_range(args.input_len), out_len, args.seed)
-        else:
-            requests = shared_prefix_dataset(args.num_prompts, pool, args.prefix_len, parse_range(args.suffix_len), out_len, args.seed)
+        requests = bench_dataset(args, token_pool(tok))
     except ValueError as e:
         ap.error(str(e))
     texts = [tok.decode(r.prompt_token_ids) for r in requests] if args.endpoint == 'chat' else None
-    results, duration = run_sync(run_benchmark(args.base_url, model, requests, args.request_rate, args.max_concurrency,
-                                               args.endpoint, texts, args.api_key, args.seed, not args.no_progress))
+    results, duration = run_sync(run_benchmark(
+        args.base_url, model, requests, args.request_rate, args.max_concurrency, args.endpoint,
+        texts, args.api_key, args.seed, not args.no_progress))
     report = summarize(results, duration, goodput)
     print(format_report(report))
     if args.result_file:
-        settings = {k: (v if not (isinstance(v, float) and math.isinf(v)) else 'inf') for k, v in vars(args).items()}
-        with open(args.result_file, 'w') as f: json.dump(dict(settings=settings, model=model, **report), f, indent=1)
+        inf = lambda v: isinstance(v, float) and math.isinf(v)
+        settings = {k: 'inf' if inf(v) else v for k, v in vars(args).items()}
+        with open(args.result_file, 'w') as f:
+            json.dump(dict(settings=settings, model=model, **report), f, indent=1)
     return report
 
-def served_model(base_url: str, api_key: str | None = None) -> str:
-    "The first model the server lists at /v1/models."
-    import httpx
-    headers = {'Authorization': f'Bearer {api_key}'} if api_key else {}
-    try: r = httpx.get(f"{base_url.rstrip('/')}/v1/models", headers=headers, timeout=30)
-    except httpx.HTTPError as e: raise ValueError(f"cannot reach {base_url}: {e}") from None
-    if r.status_code != 200: raise ValueError(f"{base_url}/v1/models answered {r.status_code}: {r.text[:200]}")
-    return r.json()['data'][0]['id']
-
+# %% ../nbs/10a_serving_benchmark.ipynb #b36ec046
 import builtins
-if __name__ == '__main__' and not getattr(builtins, '__IPYTHON__', False):   # `python -m nanollmserve.bench`, not a notebook
+if __name__ == '__main__' and not getattr(builtins, '__IPYTHON__', False):  # not in a notebook
     try: main()
     except KeyboardInterrupt: sys.exit(130)

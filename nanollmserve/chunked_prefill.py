@@ -5,14 +5,17 @@
 # %% ../nbs/08_chunked_prefill.ipynb #82d7bf48
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from .engine import LLM, LLMEngine, is_pos_int
 from .prefix_cache import PrefixCachingEngineArgs
+from .replay import fresh_engine, replay, summarize, w1_workload
 from .scheduler import Scheduler, SchedulerOutput, Sequence
 
 # %% auto #0
-__all__ = ['ChunkedPrefillScheduler', 'ChunkedPrefillEngineArgs', 'ChunkedPrefillLLMEngine', 'ChunkedPrefillLLM']
+__all__ = ['ChunkedPrefillScheduler', 'ChunkedPrefillEngineArgs', 'ChunkedPrefillLLMEngine', 'ChunkedPrefillLLM',
+           'poisson_arrivals', 'mixed_workload', 'compare_chunking']
 
 # %% ../nbs/08_chunked_prefill.ipynb #8b94bd16
 class ChunkedPrefillScheduler(Scheduler):
@@ -64,3 +67,45 @@ class ChunkedPrefillLLMEngine(LLMEngine):
 
 class ChunkedPrefillLLM(LLM):
     engine_class = ChunkedPrefillLLMEngine
+
+# %% ../nbs/08_chunked_prefill.ipynb #449e8d6b
+def poisson_arrivals(rng: random.Random, rate: float, seconds: float) -> list[float]:
+    "Arrival times of a Poisson process of `rate` per second, up to `seconds`."
+    t, out = 0.0, []
+    while (t := t + rng.expovariate(rate)) < seconds: out.append(t)
+    return out
+
+def mixed_workload(vocab: int, max_model_len: int, seconds: float = 16.0, short_rate: float = 4.0,
+                   long_rate: float = 0.5, long_max: int = 3584, seed: int = 0) -> list[dict]:
+    "Short chats and long prompts arriving as two Poisson processes."
+    rng = random.Random(seed)
+    w = [dict(kind='short', arrival=t, max_tokens=rng.randint(64, 128),
+              prompt=[rng.randrange(vocab) for _ in range(rng.randint(32, 256))])
+         for t in poisson_arrivals(rng, short_rate, seconds)]
+    hi = min(long_max, max_model_len - 17)
+    w += [dict(kind='long', arrival=t, max_tokens=16,
+               prompt=[rng.randrange(vocab) for _ in range(rng.randint(min(hi, max_model_len // 2), hi))])
+          for t in poisson_arrivals(rng, long_rate, seconds)]
+    return sorted(w, key=lambda r: r['arrival'])
+
+# %% ../nbs/08_chunked_prefill.ipynb #5cf374fc
+def compare_chunking(settings=('off', '256', '512', '1024', '2048', '512/128', '2048/256'), model=None,
+                     seconds: float = 16.0, w1_requests: int = 32, w1_repeats: int = 3, seed: int = 0,
+                     **engine_args) -> dict:
+    "Per setting ('off', a budget 'B' or 'B/T' with a per-prompt cap T): the mixed replay and W1 runs."
+    results = {}
+    for name in settings:
+        budget, _, cap = name.partition('/')
+        chunked = budget != 'off'
+        engine = fresh_engine(ChunkedPrefillLLMEngine, model, enable_chunked_prefill=chunked,
+                              enable_prefix_caching=False, max_num_batched_tokens=int(budget) if chunked else None,
+                              long_prefill_token_threshold=int(cap or 0), **engine_args)
+        vocab = engine.model.config.vocab_size
+        mixed = replay(engine, mixed_workload(vocab, engine.max_model_len, seconds, seed=seed))
+        w1 = [summarize(replay(engine, w1_workload(w1_requests, vocab, seed))) for _ in range(w1_repeats)]
+        results[name] = dict(budget=engine.max_num_batched_tokens, short=summarize(mixed, 'short'),
+                             long=summarize(mixed, 'long'), all=summarize(mixed), w1=w1,
+                             streams=[dict(kind=m['kind'], arrival=m['arrival'], token_times=m['token_times'])
+                                      for m in mixed])
+        del engine
+    return results

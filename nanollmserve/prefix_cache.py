@@ -5,6 +5,7 @@
 # %% ../nbs/07_prefix_caching.ipynb #761c8734
 from __future__ import annotations
 
+import random
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -13,11 +14,12 @@ from fastcore.basics import patch
 
 from .engine import LLM, LLMEngine
 from .kv_cache import BlockManager, PagedEngineArgs
+from .replay import fresh_engine, replay, summarize, w1_workload
 from .sampling import SamplingParams
 
 # %% auto #0
 __all__ = ['block_hash', 'PrefixCachingBlockManager', 'PrefixCachingEngineArgs', 'PrefixCachingLLMEngine', 'PrefixCachingLLM',
-           'time_prefill']
+           'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching']
 
 # %% ../nbs/07_prefix_caching.ipynb #f3d69439
 def block_hash(parent: int | None, tokens: tuple[int, ...]) -> int:
@@ -146,3 +148,30 @@ def time_prefill(llm, prefix: list[int], suffixes: list[list[int]]) -> list[floa
         llm.generate([{'prompt_token_ids': prefix + s}], one, use_tqdm=False)
         times.append(time.perf_counter() - start)
     return times
+
+# %% ../nbs/07_prefix_caching.ipynb #f54e1bce
+def shared_prefix_workload(n: int, prefix_len: int, vocab: int, output_len: int, seed: int = 0,
+                           lo: int = 32, hi: int = 128) -> list[dict]:
+    "n requests at time 0: one shared random prefix, then a random suffix of lo-hi tokens each."
+    rng = random.Random(seed)
+    prefix = [rng.randrange(vocab) for _ in range(prefix_len)]
+    return [dict(kind='shared', arrival=0.0, max_tokens=output_len,
+                 prompt=prefix + [rng.randrange(vocab) for _ in range(rng.randint(lo, hi))]) for _ in range(n)]
+
+def compare_prefix_caching(model=None, num_requests: int = 64, prefix_len: int = 512, output_len: int = 64,
+                           w1_requests: int = 64, w1_repeats: int = 3, seed: int = 0, **engine_args) -> dict:
+    "The shared-prefix burst and W1, prefix caching off then on; {'off'|'on': {'shared': ..., 'w1': [...]}}."
+    results = {}
+    for on in (False, True):
+        engine = fresh_engine(PrefixCachingLLMEngine, model, enable_prefix_caching=on, **engine_args)
+        vocab, before = engine.model.config.vocab_size, engine.stats().get('prefix_cache_hits', 0)
+        work = shared_prefix_workload(num_requests, prefix_len, vocab, output_len, seed)
+        s = summarize(replay(engine, work))
+        prompt_tokens = sum(len(w['prompt']) for w in work)
+        hits = engine.stats().get('prefix_cache_hits', 0) - before
+        s.update(prompt_tokens=prompt_tokens, prompt_tokens_computed=prompt_tokens - hits,
+                 hit_rate=hits / prompt_tokens)
+        w1 = [summarize(replay(engine, w1_workload(w1_requests, vocab, seed + 1 + k))) for k in range(w1_repeats)]
+        results['on' if on else 'off'] = dict(shared=s, w1=w1)
+        del engine
+    return results
