@@ -13,6 +13,9 @@ import time
 import uuid
 from typing import AsyncIterator
 
+import numpy as np
+from fastcore.basics import patch
+
 from .chunked_prefill import ChunkedPrefillLLMEngine
 from .engine import LLMEngine, RequestOutput
 from .sampling import SamplingParams
@@ -20,9 +23,9 @@ from .sampling import SamplingParams
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['EngineDeadError', 'AsyncLLMEngine', 'RequestStream']
+__all__ = ['EngineDeadError', 'AsyncLLMEngine', 'RequestStream', 'serve_clients']
 
-# %% ../nbs/09_async_engine.ipynb #078096ec
+# %% ../nbs/09_async_engine.ipynb #f1fad976
 class EngineDeadError(RuntimeError):
     "The engine loop has stopped (shutdown); no new requests are taken."
 
@@ -44,102 +47,13 @@ class AsyncLLMEngine:
         "An async engine around the engine of chapters 5-8 (the package's `LLMEngine`)."
         return cls(ChunkedPrefillLLMEngine(model, **engine_args))
 
-    # the loop thread ------------------------------------------------------------------------------
     def start(self) -> None:
         if self._running: return
         self._running = True
         self._thread = threading.Thread(target=self._loop, name='nanollmserve-engine', daemon=True)
         self._thread.start()
 
-    def _loop(self) -> None:
-        while self._running:
-            self._drain_inbox()
-            if not self.engine.has_unfinished_requests():
-                self._wake.wait(0.05); self._wake.clear(); continue
-            try: outputs = self.engine.step()
-            except Exception as e:              # the whole step failed: fail what is in flight, keep serving
-                _log.exception("engine step failed")
-                outputs = self.engine.fail_all(e)
-            self._stats = self.engine.stats()
-            for out in outputs: self._deliver(out.request_id, out)
-        self._drain_inbox()
-        dead = EngineDeadError("the server is shutting down")
-        self.engine.fail_all(dead)
-        self._stats = self.engine.stats()
-        with self._lock: rids = list(self._outputs)
-        for rid in rids: self._deliver(rid, dead)
-
-    def _drain_inbox(self) -> None:
-        while True:
-            try: kind, rid, payload = self._inbox.get_nowait()
-            except queue.Empty: return
-            if kind == 'add':
-                prompt, params, admitted, arrival = payload
-                with self._lock: self._pending -= 1
-                try:
-                    if not self._running: raise EngineDeadError("the server is shutting down")
-                    self.engine.add_request(rid, prompt, params, stream=True, arrival_time=arrival)
-                    admitted.get_loop().call_soon_threadsafe(_set_result, admitted, None)
-                except Exception as e:
-                    with self._lock: self._outputs.pop(rid, None)
-                    admitted.get_loop().call_soon_threadsafe(_set_exception, admitted, e)
-            elif kind == 'abort':
-                self.engine.abort_request(rid)
-                with self._lock: self._outputs.pop(rid, None)
-        self._stats = self.engine.stats()
-
-    def _deliver(self, rid: str, item) -> None:
-        with self._lock:
-            target = self._outputs.get(rid)
-            if target is None: return
-            if isinstance(item, Exception) or item.finished: self._outputs.pop(rid, None)
-        loop, q = target
-        try: loop.call_soon_threadsafe(q.put_nowait, item)
-        except RuntimeError: pass            # that event loop is closed: nobody is listening
-
-    # the asyncio side ------------------------------------------------------------------------------
-    def stats(self) -> dict:
-        "The engine's counts as of its last step, safe to read from any thread."
-        return dict(self._stats, num_requests_waiting=self.num_waiting)
-
-    @property
-    def num_waiting(self) -> int:
-        "Requests waiting for admission to the batch (queued in the engine or not yet taken in)."
-        return self._stats['num_requests_waiting'] + self._pending
-
-    async def add_request(self, prompt, params: SamplingParams, request_id: str | None = None) -> RequestStream:
-        "Submit a request and wait for the engine to take it; raises ValueError (nothing queued) if refused."
-        if not self._running: raise EngineDeadError("the engine is not running")
-        rid = request_id or uuid.uuid4().hex
-        loop = asyncio.get_running_loop()
-        q: asyncio.Queue = asyncio.Queue()
-        admitted = loop.create_future()
-        with self._lock:
-            self._outputs[rid] = (loop, q)
-            self._pending += 1
-        self._inbox.put(('add', rid, (prompt, params, admitted, time.monotonic()))); self._wake.set()
-        try: await admitted
-        except asyncio.CancelledError:
-            self.abort(rid); raise
-        return RequestStream(self, rid, q)
-
-    async def generate(self, prompt, params: SamplingParams, request_id: str | None = None) -> AsyncIterator[RequestOutput]:
-        "Submit a request; yield its cumulative outputs as tokens come. Raises ValueError if it is refused."
-        stream = await self.add_request(prompt, params, request_id)
-        try:
-            async for out in stream: yield out
-        finally: stream.abort()              # no-op once finished; else cancelled, disconnected or closed early
-
-    def abort(self, request_id: str) -> None:
-        "Abort a request from any thread; its blocks are freed by the loop."
-        self._inbox.put(('abort', request_id, None)); self._wake.set()
-
-    def shutdown(self, timeout: float = 10.0) -> None:
-        "Stop the loop: requests in flight are aborted and their callers get EngineDeadError."
-        self._running = False
-        self._wake.set()
-        if self._thread: self._thread.join(timeout)
-
+# %% ../nbs/09_async_engine.ipynb #d4c4e5db
 class RequestStream:
     "The outputs of one admitted request, as an async iterator; `abort()` stops it and frees its blocks."
     def __init__(self, engine: AsyncLLMEngine, request_id: str, q: asyncio.Queue):
@@ -165,3 +79,120 @@ def _set_result(fut, value):
 
 def _set_exception(fut, error):
     if not fut.done(): fut.set_exception(error)
+
+# %% ../nbs/09_async_engine.ipynb #3928b968
+@patch
+def _loop(self: AsyncLLMEngine) -> None:
+    while self._running:
+        self._drain_inbox()
+        if not self.engine.has_unfinished_requests():
+            self._wake.wait(0.05); self._wake.clear(); continue
+        try: outputs = self.engine.step()
+        except Exception as e:              # the whole step failed: fail what is in flight, keep serving
+            _log.exception("engine step failed")
+            outputs = self.engine.fail_all(e)
+        self._stats = self.engine.stats()
+        for out in outputs: self._deliver(out.request_id, out)
+    self._drain_inbox()
+    dead = EngineDeadError("the server is shutting down")
+    self.engine.fail_all(dead)
+    self._stats = self.engine.stats()
+    with self._lock: rids = list(self._outputs)
+    for rid in rids: self._deliver(rid, dead)
+
+@patch
+def _drain_inbox(self: AsyncLLMEngine) -> None:
+    while True:
+        try: kind, rid, payload = self._inbox.get_nowait()
+        except queue.Empty: return
+        if kind == 'add':
+            prompt, params, admitted, arrival = payload
+            with self._lock: self._pending -= 1
+            try:
+                if not self._running: raise EngineDeadError("the server is shutting down")
+                self.engine.add_request(rid, prompt, params, stream=True, arrival_time=arrival)
+                admitted.get_loop().call_soon_threadsafe(_set_result, admitted, None)
+            except Exception as e:
+                with self._lock: self._outputs.pop(rid, None)
+                admitted.get_loop().call_soon_threadsafe(_set_exception, admitted, e)
+        elif kind == 'abort':
+            self.engine.abort_request(rid)
+            with self._lock: self._outputs.pop(rid, None)
+    self._stats = self.engine.stats()
+
+# %% ../nbs/09_async_engine.ipynb #92a2c21c
+@patch
+def _deliver(self: AsyncLLMEngine, rid: str, item) -> None:
+    with self._lock:
+        target = self._outputs.get(rid)
+        if target is None: return
+        if isinstance(item, Exception) or item.finished: self._outputs.pop(rid, None)
+    loop, q = target
+    try: loop.call_soon_threadsafe(q.put_nowait, item)
+    except RuntimeError: pass            # that event loop is closed: nobody is listening
+
+@patch
+def stats(self: AsyncLLMEngine) -> dict:
+    "The engine's counts as of its last step, safe to read from any thread."
+    return dict(self._stats, num_requests_waiting=self.num_waiting)
+
+@patch(as_prop=True)
+def num_waiting(self: AsyncLLMEngine) -> int:
+    "Requests waiting for admission to the batch (queued in the engine or not yet taken in)."
+    return self._stats['num_requests_waiting'] + self._pending
+
+# %% ../nbs/09_async_engine.ipynb #f8de929d
+@patch
+async def add_request(self: AsyncLLMEngine, prompt, params: SamplingParams, 
+                      request_id: str | None = None) -> RequestStream:
+    "Submit a request and wait for the engine to take it; raises ValueError (nothing queued) if refused."
+    if not self._running: raise EngineDeadError("the engine is not running")
+    rid = request_id or uuid.uuid4().hex
+    loop = asyncio.get_running_loop()
+    q: asyncio.Queue = asyncio.Queue()
+    admitted = loop.create_future()
+    with self._lock:
+        self._outputs[rid] = (loop, q)
+        self._pending += 1
+    self._inbox.put(('add', rid, (prompt, params, admitted, time.monotonic()))); self._wake.set()
+    try: await admitted
+    except asyncio.CancelledError:
+        self.abort(rid); raise
+    return RequestStream(self, rid, q)
+
+@patch
+async def generate(self: AsyncLLMEngine, prompt, params: SamplingParams,
+                   request_id: str | None = None) -> AsyncIterator[RequestOutput]:
+    "Submit a request; yield its cumulative outputs as tokens come. Raises ValueError if it is refused."
+    stream = await self.add_request(prompt, params, request_id)
+    try:
+        async for out in stream: yield out
+    finally: stream.abort()              # no-op once finished; else cancelled, disconnected or closed early
+
+@patch
+def abort(self: AsyncLLMEngine, request_id: str) -> None:
+    "Abort a request from any thread; its blocks are freed by the loop."
+    self._inbox.put(('abort', request_id, None)); self._wake.set()
+
+@patch
+def shutdown(self: AsyncLLMEngine, timeout: float = 10.0) -> None:
+    "Stop the loop: requests in flight end with an error and their callers get EngineDeadError."
+    self._running = False
+    self._wake.set()
+    if self._thread: self._thread.join(timeout)
+
+# %% ../nbs/09_async_engine.ipynb #2bafb44f
+async def serve_clients(engine: AsyncLLMEngine, prompts: list, params: SamplingParams,
+                        concurrent: bool) -> dict:
+    "Send every prompt all at once or one after another; wall time, throughput and mean latency."
+    async def one(prompt):
+        start, last = time.perf_counter(), None
+        async for out in engine.generate(prompt, params): last = out
+        return time.perf_counter() - start, len(last.outputs[0].token_ids)
+    start = time.perf_counter()
+    if concurrent: done = await asyncio.gather(*(one(p) for p in prompts))
+    else: done = [await one(p) for p in prompts]
+    wall = time.perf_counter() - start
+    return dict(callers='all at once' if concurrent else 'one at a time', seconds=wall,
+                output_tok_per_s=sum(n for _, n in done) / wall,
+                mean_latency_s=float(np.mean([t for t, _ in done])))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .engine import LLM, EngineArgs, LLMEngine, is_pos_int
@@ -16,7 +17,7 @@ from .model import CausalLM, causal_attention, sdpa
 # %% auto #0
 __all__ = ['BlockManager', 'bytes_per_block', 'available_cpu_memory', 'default_num_kv_blocks', 'reference_decode_attention',
            'PagedAttention', 'pick_decode_attention', 'PagedKVCache', 'PagedEngineArgs', 'PagedLLMEngine', 'PagedLLM',
-           'kv_usage']
+           'kv_usage', 'StepRecorder', 'cache_bytes', 'compare_same_memory']
 
 # %% ../nbs/06_paged_attention.ipynb #39931d89
 class BlockManager:
@@ -207,3 +208,34 @@ def kv_usage(engine) -> dict:
     blocks = engine.cache.num_blocks - engine.cache.num_free_blocks
     return dict(running=len(running), tokens=tokens, paged_slots=blocks * engine.cache.block_size,
                 contiguous_slots=len(running) * engine.max_model_len)
+
+# %% ../nbs/06_paged_attention.ipynb #ee4a3d34
+class StepRecorder:
+    "A stat logger that keeps how many sequences every step ran."
+    def __init__(self): self.seqs_per_step: list[int] = []
+    def on_step(self, sched, now: float) -> None:
+        if sched.seqs: self.seqs_per_step.append(len(sched.seqs))
+    def on_token(self, seq, now: float) -> None: pass
+    def on_finished(self, seq, now: float) -> None: pass
+
+def cache_bytes(cache) -> int:
+    "Bytes of a KV cache's K and V tensors."
+    return sum(t.numel() * t.element_size() for t in cache.k + cache.v)
+
+def compare_same_memory(rows: int = 8, max_model_len: int = 2048, block_size: int = 16, n: int = 64,
+                        seed: int = 0) -> list[dict]:
+    "A W1 burst on a contiguous cache of `rows` rows and on a paged cache of the same bytes."
+    from nanollmserve.replay import fresh_engine, replay, summarize, w1_workload
+    settings = [dict(kv_cache='contiguous', max_num_seqs=rows),
+                dict(kv_cache='paged', max_num_seqs=n, block_size=block_size,
+                     num_kv_blocks=rows * max_model_len // block_size)]
+    out = []
+    for kw in settings:
+        engine = fresh_engine(PagedLLMEngine, max_model_len=max_model_len, **kw)
+        rec = StepRecorder(); engine.stat_loggers.append(rec)
+        s = summarize(replay(engine, w1_workload(n, engine.model.config.vocab_size, seed)))
+        out.append(dict(cache=kw['kv_cache'], kv_bytes=cache_bytes(engine.cache),
+                        mean_seqs=float(np.mean(rec.seqs_per_step)), max_seqs=max(rec.seqs_per_step),
+                        preemptions=engine.stats()['num_preemptions'], **s))
+        del engine
+    return out
