@@ -13,8 +13,8 @@ from pathlib import Path
 from .sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['GENERATION_CONFIG_DEFAULTS', 'ENGINE_ARGS', 'generation_config_defaults', 'build_parser', 'run_generate',
-           'set_server_cpu_threads', 'run_serve', 'main']
+__all__ = ['GENERATION_CONFIG_DEFAULTS', 'ENGINE_ARGS', 'generation_config_defaults', 'add_generate_parser', 'add_serve_parser',
+           'build_parser', 'run_generate', 'set_server_cpu_threads', 'run_serve', 'main']
 
 # %% ../nbs/90_cli.ipynb #c508053d
 GENERATION_CONFIG_DEFAULTS = ('temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty')
@@ -25,15 +25,17 @@ def generation_config_defaults(path: Path) -> dict:
     cfg = json.loads(f.read_text()) if f.exists() else {}
     return {k: cfg[k] for k in GENERATION_CONFIG_DEFAULTS if cfg.get(k) is not None}
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='nanollmserve', description='A small, real LLM serving engine.')
-    sub = parser.add_subparsers(dest='command', required=True)
+# %% ../nbs/90_cli.ipynb #88afc2c3
+def add_generate_parser(sub) -> None:
+    "The `generate` subcommand's arguments."
     g = sub.add_parser('generate', help='generate text for one prompt',
                        description='Generate text for one prompt; only the text goes to stdout.')
-    g.add_argument('--model', default=None, help='checkpoint directory or Hugging Face Hub id (default: embedded tiny model with random weights)')
+    g.add_argument('--model', default=None, help='checkpoint directory or Hugging Face Hub id '
+                   '(default: embedded tiny model with random weights)')
     g.add_argument('--prompt', required=True, help="the prompt text ('-' reads it from stdin)")
-    g.add_argument('--max-tokens', type=int, default=64, help='most tokens to generate (default 64)')
-    g.add_argument('--temperature', type=float, default=None, help='0 for greedy (default: the checkpoint\'s, else 1.0)')
+    g.add_argument('--max-tokens', type=int, default=64, help='most tokens to generate')
+    g.add_argument('--temperature', type=float, default=None,
+                   help="0 for greedy (default: the checkpoint's, else 1.0)")
     g.add_argument('--top-p', type=float, default=None)
     g.add_argument('--top-k', type=int, default=None)
     g.add_argument('--min-p', type=float, default=None)
@@ -41,23 +43,33 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument('--seed', type=int, default=None)
     g.add_argument('--stop', action='append', default=None, help='stop string (repeatable)')
     g.add_argument('--ignore-eos', action='store_true')
-    g.add_argument('--chat', action='store_true', help="wrap the prompt as a user message in the model's chat template")
-    g.add_argument('--show-stats', action='store_true', help='print token counts, TTFT and TPOT to stderr')
+    g.add_argument('--chat', action='store_true',
+                   help="wrap the prompt as a user message in the model's chat template")
+    g.add_argument('--show-stats', action='store_true',
+                   help='print token counts, TTFT and TPOT to stderr')
     g.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
     g.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
 
+# %% ../nbs/90_cli.ipynb #4869839d
+def add_serve_parser(sub) -> None:
+    "The `serve` subcommand's arguments: the server's, then the engine's."
     s = sub.add_parser('serve', help='serve a model behind an OpenAI-compatible HTTP API',
-                       description='Serve a model behind an OpenAI-compatible HTTP API (chapter 9).')
-    s.add_argument('--model', default=None, help='checkpoint directory or Hugging Face Hub id (default: embedded tiny model with random weights)')
-    s.add_argument('--served-model-name', default=None, help="the name clients pass as 'model' (default: --model as given)")
+                       description='Serve a model behind an OpenAI-compatible HTTP API.')
+    s.add_argument('--model', default=None, help='checkpoint directory or Hugging Face Hub id '
+                   '(default: embedded tiny model with random weights)')
+    s.add_argument('--served-model-name', default=None,
+                   help="the name clients pass as 'model' (default: --model as given)")
     s.add_argument('--host', default='127.0.0.1')
     s.add_argument('--port', type=int, default=8000)
-    s.add_argument('--api-key', default=None, help='require "Authorization: Bearer KEY" on /v1 endpoints')
-    s.add_argument('--max-waiting', type=int, default=None, help='answer 503 when this many requests are already waiting')
-    s.add_argument('--log-level', default='info', choices=['critical', 'error', 'warning', 'info', 'debug'])
+    s.add_argument('--api-key', default=None,
+                   help='require "Authorization: Bearer KEY" on /v1 endpoints')
+    s.add_argument('--max-waiting', type=int, default=None,
+                   help='answer 503 when this many requests are already waiting')
+    s.add_argument('--log-level', default='info',
+                   choices=['critical', 'error', 'warning', 'info', 'debug'])
     s.add_argument('--cpu-threads', type=int, default=None,
-                   help='PyTorch threads on the CPU (default: the cores available minus one, kept for HTTP; '
-                        'OMP_NUM_THREADS, when set, is kept)')
+                   help='PyTorch threads on the CPU (default: the cores available minus one, '
+                        'kept for HTTP; OMP_NUM_THREADS, when set, is kept)')
     e = s.add_argument_group('engine arguments')
     e.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
     e.add_argument('--device', default='cpu')
@@ -68,18 +80,27 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument('--num-kv-blocks', type=int, default=None)
     e.add_argument('--attention-backend', default='auto', choices=['auto', 'cpu-kernel', 'torch'])
     e.add_argument('--enable-prefix-caching', action=argparse.BooleanOptionalAction, default=None,
-                   help='share the KV blocks of common prefixes between requests (chapter 7; default: on)')
+                   help='share the KV blocks of common prefixes (chapter 7; default: on)')
     e.add_argument('--enable-chunked-prefill', action=argparse.BooleanOptionalAction, default=True,
-                   help='split long prompts across steps, batched with decodes (chapter 8; default: on)')
+                   help='split long prompts across steps (chapter 8; default: on)')
     e.add_argument('--long-prefill-token-threshold', type=int, default=0,
-                   help='with chunked prefill: most tokens of one prompt per step (default 0: no cap)')
+                   help='with chunked prefill: most tokens of a prompt per step (0: no cap)')
+
+# %% ../nbs/90_cli.ipynb #1c8742ed
+ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens',
+               'block_size', 'num_kv_blocks', 'attention_backend', 'enable_prefix_caching',
+               'enable_chunked_prefill', 'long_prefill_token_threshold')
+
+def build_parser() -> argparse.ArgumentParser:
+    "The `nanollmserve` command line: its two subcommands."
+    parser = argparse.ArgumentParser(prog='nanollmserve',
+                                     description='A small, real LLM serving engine.')
+    sub = parser.add_subparsers(dest='command', required=True)
+    add_generate_parser(sub)
+    add_serve_parser(sub)
     return parser
 
-ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens', 'block_size',
-               'num_kv_blocks', 'attention_backend', 'enable_prefix_caching', 'enable_chunked_prefill',
-               'long_prefill_token_threshold')
-
-# %% ../nbs/90_cli.ipynb #b99f3390
+# %% ../nbs/90_cli.ipynb #1f06f403
 def run_generate(args) -> None:
     "The `generate` subcommand: stream the text to stdout, stats to stderr."
     import time
@@ -90,8 +111,9 @@ def run_generate(args) -> None:
     path = Path(gen.tokenizer.name_or_path)
     given = dict(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,
                  repetition_penalty=args.repetition_penalty)
-    params = SamplingParams(**{**generation_config_defaults(path), **{k: v for k, v in given.items() if v is not None}},
-                            max_tokens=args.max_tokens, seed=args.seed, stop=args.stop, ignore_eos=args.ignore_eos)
+    sampling = generation_config_defaults(path) | {k: v for k, v in given.items() if v is not None}
+    params = SamplingParams(**sampling, max_tokens=args.max_tokens, seed=args.seed, stop=args.stop,
+                            ignore_eos=args.ignore_eos)
     start, times, out = time.perf_counter(), [], None
     for out in gen.stream(prompt, params, chat=args.chat):
         times.append(time.perf_counter())
@@ -100,33 +122,43 @@ def run_generate(args) -> None:
     if args.show_stats:
         n = len(times)
         tpot = (times[-1] - times[0]) / (n - 1) if n > 1 else 0.0
-        print(f"prompt_tokens={len(gen.encode(prompt, args.chat))} output_tokens={n} finish_reason={out.finish_reason} "
-              f"ttft_ms={(times[0] - start) * 1e3:.1f} tpot_ms={tpot * 1e3:.2f} "
-              f"decode_tok_per_s={(1 / tpot if tpot else 0):.1f}", file=sys.stderr)
+        print(f"prompt_tokens={len(gen.encode(prompt, args.chat))} output_tokens={n} "
+              f"finish_reason={out.finish_reason} ttft_ms={(times[0] - start) * 1e3:.1f} "
+              f"tpot_ms={tpot * 1e3:.2f} decode_tok_per_s={(1 / tpot if tpot else 0):.1f}",
+              file=sys.stderr)
 
+# %% ../nbs/90_cli.ipynb #e5ef19d5
 def set_server_cpu_threads(n: int | None = None) -> int:
-    "PyTorch's CPU threads for a server: `n`, or OMP_NUM_THREADS if set, else one core fewer than available."
+    "PyTorch's CPU threads for a server: `n`, or OMP_NUM_THREADS if set, else the cores minus one."
     import os, torch
     if n is None and os.environ.get('OMP_NUM_THREADS'): return torch.get_num_threads()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    if hasattr(os, 'sched_getaffinity'): cores = len(os.sched_getaffinity(0))
+    else: cores = os.cpu_count() or 1
     torch.set_num_threads(n or max(1, min(torch.get_num_threads(), cores - 1)))
     return torch.get_num_threads()
 
+# %% ../nbs/90_cli.ipynb #8a43dbe4
 def run_serve(args) -> None:
-    "The `serve` subcommand: build the engine, then run the OpenAI-compatible server until interrupted."
+    "The `serve` subcommand: build the engine, then run the server until interrupted."
     import uvicorn
     from nanollmserve.async_engine import AsyncLLMEngine
     from nanollmserve.server import build_app
     from nanollmserve.testing import DEFAULT_MODEL_NAME
-    if args.max_waiting is not None and args.max_waiting < 0: raise ValueError("--max-waiting must be >= 0")
-    if args.cpu_threads is not None and args.cpu_threads < 1: raise ValueError("--cpu-threads must be >= 1")
+    if args.max_waiting is not None and args.max_waiting < 0:
+        raise ValueError("--max-waiting must be >= 0")
+    if args.cpu_threads is not None and args.cpu_threads < 1:
+        raise ValueError("--cpu-threads must be >= 1")
     if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-    engine = AsyncLLMEngine.from_engine_args(args.model, **{k: getattr(args, k) for k in ENGINE_ARGS})
+    engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
+    engine = AsyncLLMEngine.from_engine_args(args.model, **engine_args)
     name = args.served_model_name or args.model or DEFAULT_MODEL_NAME
     app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting)
-    print(f"nanollmserve: serving {name} on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    print(f"nanollmserve: serving {name} on http://{args.host}:{args.port}/v1", file=sys.stderr,
+          flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                timeout_graceful_shutdown=5)
 
+# %% ../nbs/90_cli.ipynb #96370e19
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `nanollmserve` console script."
     args = build_parser().parse_args(argv)

@@ -9,77 +9,106 @@ import asyncio
 import json
 import time
 import uuid
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastcore.basics import patch
 
+from . import __version__
 from .async_engine import AsyncLLMEngine, EngineDeadError
 from .sampling import SamplingParams, SamplingParamsError
 
 # %% auto #0
-__all__ = ['UNSUPPORTED', 'NUM', 'APIError', 'bad_request', 'error_response', 'refuse_unsupported', 'field', 'sampling_params',
-           'completion_prompts', 'message_text', 'chat_prompt', 'Generation', 'collect', 'token_str',
-           'completion_logprobs', 'chat_logprobs', 'sse', 'event_stream', 'APIKeyMiddleware', 'ServerState',
-           'read_json', 'build_app', 'stream_options', 'completions', 'chat_completions', 'responses_messages',
-           'responses']
+__all__ = ['UNSUPPORTED', 'NUM', 'TEXT_PARTS', 'UP_TO_20', 'ROUTES', 'APIError', 'bad_request', 'error_response', 'read_json',
+           'refuse_unsupported', 'field', 'sampling_params', 'completion_prompts', 'message_text', 'chat_prompt',
+           'Generation', 'collect', 'token_str', 'completion_logprobs', 'chat_logprobs', 'sse', 'event_stream',
+           'APIKeyMiddleware', 'ServerState', 'base_app', 'add_info_routes', 'add_metrics_route', 'add_token_routes',
+           'stream_options', 'CompletionRequest', 'add_completion_routes', 'ChatRequest', 'add_chat_routes',
+           'responses_messages', 'ResponsesRequest', 'add_responses_routes', 'build_app']
 
 # %% ../nbs/09a_server.ipynb #22085bb2
 class APIError(Exception):
     "An error answered with OpenAI's error object."
-    def __init__(self, status: int, message: str, type: str = 'BadRequestError', param: str | None = None):
+    def __init__(self, status: int, message: str, type: str = 'BadRequestError',
+                 param: str | None = None):
         super().__init__(message)
         self.status, self.message, self.type, self.param = status, message, type, param
 
-def bad_request(message: str, param: str | None = None) -> APIError: return APIError(400, message, 'BadRequestError', param)
+    def body(self) -> dict:
+        "OpenAI's error object."
+        return {'error': {'message': self.message, 'type': self.type, 'param': self.param,
+                          'code': self.status}}
 
-def error_response(e: APIError) -> JSONResponse:
-    return JSONResponse({'error': {'message': e.message, 'type': e.type, 'param': e.param, 'code': e.status}},
-                        status_code=e.status)
+def bad_request(message: str, param: str | None = None) -> APIError:
+    return APIError(400, message, 'BadRequestError', param)
+
+def error_response(e: APIError) -> JSONResponse: return JSONResponse(e.body(), status_code=e.status)
+
+# %% ../nbs/09a_server.ipynb #f6393914
+async def read_json(request: Request) -> dict:
+    "The request's JSON object; 400 if the body is not JSON or not an object."
+    raw = await request.body()
+    try: body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise bad_request(f"malformed JSON body: {e}") from None
+    if not isinstance(body, dict): raise bad_request("the JSON body must be an object")
+    return body
 
 # %% ../nbs/09a_server.ipynb #15c11548
-UNSUPPORTED = ('logit_bias', 'suffix', 'prompt_logprobs', 'min_tokens', 'guided_json', 'guided_regex', 'guided_choice',
-               'guided_grammar', 'structured_outputs', 'functions')
+UNSUPPORTED = ('logit_bias', 'suffix', 'prompt_logprobs', 'min_tokens', 'guided_json',
+               'guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs', 'functions')
 
 def refuse_unsupported(body: dict) -> None:
     "400 for fields that would silently change the result if we ignored them."
     for name in UNSUPPORTED:
-        if body.get(name) not in (None, {}, [], ''): raise bad_request(f"'{name}' is not supported by this server", name)
+        if body.get(name) not in (None, {}, [], ''):
+            raise bad_request(f"'{name}' is not supported by this server", name)
     fmt = body.get('response_format') or {}
     if isinstance(fmt, dict) and fmt.get('type') not in (None, 'text'):
-        raise bad_request("'response_format' other than text is not supported by this server", 'response_format')
+        raise bad_request("'response_format' other than text is not supported by this server",
+                          'response_format')
     if body.get('tools') and body.get('tool_choice') != 'none':
         raise bad_request("'tools' are not supported by this server", 'tools')
     if body.get('best_of') not in (None, body.get('n', 1)):
         raise bad_request("'best_of' other than n is not supported by this server", 'best_of')
+
+# %% ../nbs/09a_server.ipynb #29a8e556
+NUM = (int, float)
 
 def field(body: dict, name: str, types, default=None, check=None, message: str = ''):
     "A body field of the given type(s), or `default`; 400 naming the field if it is malformed."
     value = body.get(name, default)
     if value is None: return default
     allowed = types if isinstance(types, tuple) else (types,)
-    ok = isinstance(value, allowed) and (bool in allowed or not isinstance(value, bool))   # True is not a number here
+    ok = isinstance(value, allowed) and (bool in allowed or not isinstance(value, bool))
     if not ok or (check and not check(value)):
         raise bad_request(f"'{name}' {message or 'has an invalid value'}: {value!r}", name)
     return value
 
-NUM = (int, float)
-
-def sampling_params(body: dict, max_tokens_field: str, default_max_tokens: int | None, logprobs: int | None = None) -> SamplingParams:
+# %% ../nbs/09a_server.ipynb #79754478
+def sampling_params(body: dict, max_tokens_field: str, default_max_tokens: int | None,
+                    logprobs: int | None = None) -> SamplingParams:
     "SamplingParams from an OpenAI-style body; SamplingParams' own checks name the parameter."
     stop = body.get('stop')
-    if stop is not None and not (isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(s, str) for s in stop))):
+    strings = isinstance(stop, list) and all(isinstance(s, str) for s in stop)
+    if stop is not None and not (isinstance(stop, str) or strings):
         raise bad_request("'stop' must be a string or a list of strings", 'stop')
-    max_tokens = field(body, max_tokens_field, int, None, lambda v: v >= 1, 'must be an integer >= 1')
+    positive = dict(check=lambda v: v >= 1, message='must be an integer >= 1')
+    max_tokens = field(body, max_tokens_field, int, None, **positive)
     if max_tokens_field == 'max_completion_tokens' and max_tokens is None:
-        max_tokens = field(body, 'max_tokens', int, None, lambda v: v >= 1, 'must be an integer >= 1')
-    kw = dict(n=field(body, 'n', int, 1), temperature=field(body, 'temperature', NUM, 1.0), top_p=field(body, 'top_p', NUM, 1.0),
-              top_k=field(body, 'top_k', int, 0), min_p=field(body, 'min_p', NUM, 0.0),
-              presence_penalty=field(body, 'presence_penalty', NUM, 0.0), frequency_penalty=field(body, 'frequency_penalty', NUM, 0.0),
-              repetition_penalty=field(body, 'repetition_penalty', NUM, 1.0), seed=field(body, 'seed', int),
-              stop=stop, stop_token_ids=field(body, 'stop_token_ids', list), ignore_eos=field(body, 'ignore_eos', bool, False),
+        max_tokens = field(body, 'max_tokens', int, None, **positive)
+    f = lambda name, types, default=None: field(body, name, types, default)
+    kw = dict(n=f('n', int, 1), temperature=f('temperature', NUM, 1.0), top_p=f('top_p', NUM, 1.0),
+              top_k=f('top_k', int, 0), min_p=f('min_p', NUM, 0.0),
+              presence_penalty=f('presence_penalty', NUM, 0.0),
+              frequency_penalty=f('frequency_penalty', NUM, 0.0),
+              repetition_penalty=f('repetition_penalty', NUM, 1.0), seed=f('seed', int),
+              stop=stop, stop_token_ids=f('stop_token_ids', list),
+              ignore_eos=f('ignore_eos', bool, False),
               max_tokens=max_tokens or default_max_tokens, logprobs=logprobs,
-              skip_special_tokens=field(body, 'skip_special_tokens', bool, True),
-              include_stop_str_in_output=field(body, 'include_stop_str_in_output', bool, False))
+              skip_special_tokens=f('skip_special_tokens', bool, True),
+              include_stop_str_in_output=f('include_stop_str_in_output', bool, False))
     try: return SamplingParams(**kw)
     except SamplingParamsError as e: raise bad_request(str(e), e.param) from None
     except (TypeError, ValueError) as e: raise bad_request(str(e)) from None
@@ -90,10 +119,15 @@ def completion_prompts(prompt) -> list:
     if isinstance(prompt, str): return [prompt]
     if isinstance(prompt, list) and prompt:
         if all(isinstance(p, str) for p in prompt): return list(prompt)
-        if all(isinstance(t, int) and not isinstance(t, bool) for t in prompt): return [{'prompt_token_ids': prompt}]
+        if all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            return [{'prompt_token_ids': prompt}]
         if all(isinstance(p, list) and p and all(isinstance(t, int) for t in p) for p in prompt):
             return [{'prompt_token_ids': p} for p in prompt]
-    raise bad_request("'prompt' must be a non-empty string, list of strings, or list(s) of token ids", 'prompt')
+    raise bad_request("'prompt' must be a non-empty string, list of strings, or list(s) of token "
+                      "ids", 'prompt')
+
+# %% ../nbs/09a_server.ipynb #7b9e57a1
+TEXT_PARTS = ('text', 'input_text', 'output_text')
 
 def message_text(content, param: str) -> str:
     "Text of a message's content: a string, or a list of text parts."
@@ -101,7 +135,8 @@ def message_text(content, param: str) -> str:
     if isinstance(content, list):
         texts = []
         for part in content:
-            if not isinstance(part, dict) or part.get('type') not in ('text', 'input_text', 'output_text') or not isinstance(part.get('text'), str):
+            kind = part.get('type') if isinstance(part, dict) else None
+            if kind not in TEXT_PARTS or not isinstance(part.get('text'), str):
                 raise bad_request("only text content parts are supported", param)
             texts.append(part['text'])
         return ''.join(texts)
@@ -121,7 +156,8 @@ def chat_prompt(tokenizer, messages, param: str = 'messages') -> dict:
     if getattr(tokenizer, 'chat_template', None) is None:
         raise bad_request("this model's tokenizer has no chat template; use /v1/completions", param)
     try: text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-    except Exception as e: raise bad_request(f"the chat template failed on these messages: {e}", param) from None
+    except Exception as e:
+        raise bad_request(f"the chat template failed on these messages: {e}", param) from None
     return {'prompt': text, 'prompt_token_ids': tokenizer.encode(text, add_special_tokens=False)}
 
 # %% ../nbs/09a_server.ipynb #d804184d
@@ -135,9 +171,10 @@ class Generation:
         self.tokens: dict[int, list[int]] = {}
 
     async def start(self) -> None:
-        "Submit every prompt; a refused one (too long, can never fit…) aborts the others and becomes a 400."
+        "Submit every prompt; one the engine refuses aborts the others and becomes a 400."
         try:
-            for p in self.prompts: self.streams.append(await self.engine.add_request(p, self.params))
+            for p in self.prompts:
+                self.streams.append(await self.engine.add_request(p, self.params))
         except ValueError as e:
             self.abort(); raise bad_request(str(e), 'prompt') from None
         except EngineDeadError as e:
@@ -146,52 +183,69 @@ class Generation:
             self.abort(); raise
 
     def abort(self) -> None:
+        "Abort the submitted requests (a no-op for finished ones): the engine frees their blocks."
         for s in self.streams: s.abort()
 
-    async def deltas(self):
-        "Yield (choice_index, text_delta, token_ids_delta, logprobs_delta, finish_reason) as tokens come."
-        n, merged = self.params.n, asyncio.Queue()
-        seen_text, seen_tokens = {}, {}
-
-        async def pump(i, stream):
-            try:
-                async for out in stream: await merged.put((i, out))
-            except BaseException as e: await merged.put((i, e))
-            finally: await merged.put((i, None))
-        tasks = [asyncio.create_task(pump(i, s)) for i, s in enumerate(self.streams)]
-        try:
-            done = 0
-            while done < len(tasks):
-                i, out = await merged.get()
-                if out is None: done += 1; continue
-                if isinstance(out, EngineDeadError): raise APIError(503, str(out), 'ServiceUnavailableError')
-                if isinstance(out, BaseException): raise out
-                if out.error: raise APIError(500, f"the request failed in the engine: {out.error}", 'InternalServerError')
-                self.prompt_tokens[i], self.prompt_texts[i] = len(out.prompt_token_ids), out.prompt
-                for c in out.outputs:
-                    idx = i * n + c.index
-                    t0, k0 = seen_text.get(idx, 0), seen_tokens.get(idx, 0)
-                    if len(c.text) == t0 and len(c.token_ids) == k0 and c.finish_reason is None: continue
-                    seen_text[idx], seen_tokens[idx] = len(c.text), len(c.token_ids)
-                    self.tokens[idx] = c.token_ids
-                    lps = c.logprobs[k0:] if c.logprobs is not None else None
-                    yield idx, c.text[t0:], c.token_ids[k0:], lps, c.finish_reason
-        finally:
-            for t in tasks: t.cancel()
-            self.abort()                        # no-op for finished requests; frees the blocks of the others
-            await asyncio.gather(*tasks, return_exceptions=True)
-
     def usage(self) -> dict:
+        "Token counts: each prompt once, however many choices it has."
         prompt, completion = sum(self.prompt_tokens), sum(len(t) for t in self.tokens.values())
-        return {'prompt_tokens': prompt, 'completion_tokens': completion, 'total_tokens': prompt + completion}
+        return {'prompt_tokens': prompt, 'completion_tokens': completion,
+                'total_tokens': prompt + completion}
 
+# %% ../nbs/09a_server.ipynb #e22d76ba
+@patch
+def new_deltas(self: Generation, i: int, out, seen: dict) -> list[tuple]:
+    "(choice, text, token ids, logprobs, finish reason): what `out`, prompt `i`'s output, adds."
+    self.prompt_tokens[i], self.prompt_texts[i] = len(out.prompt_token_ids), out.prompt
+    deltas = []
+    for c in out.outputs:
+        idx = i * self.params.n + c.index
+        t0, k0 = seen.get(idx, (0, 0))
+        if len(c.text) == t0 and len(c.token_ids) == k0 and c.finish_reason is None: continue
+        seen[idx] = len(c.text), len(c.token_ids)
+        self.tokens[idx] = c.token_ids
+        lps = c.logprobs[k0:] if c.logprobs is not None else None
+        deltas.append((idx, c.text[t0:], c.token_ids[k0:], lps, c.finish_reason))
+    return deltas
+
+# %% ../nbs/09a_server.ipynb #a9ea474b
+@patch
+async def deltas(self: Generation):
+    "Yield (choice, text, token ids, logprobs, finish reason) deltas as tokens come."
+    merged, seen = asyncio.Queue(), {}
+
+    async def pump(i, stream):
+        try:
+            async for out in stream: await merged.put((i, out))
+        except BaseException as e: await merged.put((i, e))
+        finally: await merged.put((i, None))
+    tasks = [asyncio.create_task(pump(i, s)) for i, s in enumerate(self.streams)]
+    try:
+        done = 0
+        while done < len(tasks):
+            i, out = await merged.get()
+            if out is None: done += 1; continue
+            if isinstance(out, EngineDeadError):
+                raise APIError(503, str(out), 'ServiceUnavailableError')
+            if isinstance(out, BaseException): raise out
+            if out.error:
+                raise APIError(500, f"the request failed in the engine: {out.error}",
+                               'InternalServerError')
+            for delta in self.new_deltas(i, out, seen): yield delta
+    finally:
+        for t in tasks: t.cancel()
+        self.abort()                # no-op for finished requests; frees the blocks of the others
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+# %% ../nbs/09a_server.ipynb #75ef5fe9
 async def collect(gen: Generation, request: Request) -> dict[int, dict]:
     "Run a generation to the end (non-streaming), aborting it if the client disconnects."
     choices: dict[int, dict] = {}
 
     async def consume():
         async for idx, text, toks, lps, finish in gen.deltas():
-            c = choices.setdefault(idx, {'text': '', 'token_ids': [], 'logprobs': [], 'finish_reason': None})
+            c = choices.setdefault(idx, {'text': '', 'token_ids': [], 'logprobs': [],
+                                         'finish_reason': None})
             c['text'] += text; c['token_ids'] += toks
             if lps: c['logprobs'] += lps
             if finish: c['finish_reason'] = finish
@@ -203,7 +257,9 @@ async def collect(gen: Generation, request: Request) -> dict[int, dict]:
         await asyncio.wait({work, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         watcher.cancel()
-        if not work.done(): work.cancel()      # client gone: cancelling aborts the engine requests
+        if not work.done():                     # client gone: cancelling aborts the engine requests
+            work.cancel()
+            await asyncio.wait({work})          # let the cancellation (and the abort) happen
     if work.cancelled(): raise asyncio.CancelledError()
     work.result()                               # re-raise an error from the generation
     return choices
@@ -212,81 +268,94 @@ async def collect(gen: Generation, request: Request) -> dict[int, dict]:
 def token_str(tokenizer, token_id: int) -> str:
     return tokenizer.decode([token_id])
 
-def completion_logprobs(tokenizer, token_ids: list[int], logprobs: list[dict], offset: int = 0) -> dict:
+def completion_logprobs(tokenizer, token_ids: list[int], logprobs: list[dict],
+                        offset: int = 0) -> dict:
+    "The legacy completions format; `text_offset` counts from `offset` (where this text starts)."
     tokens = [token_str(tokenizer, t) for t in token_ids]
     offsets, pos = [], offset
     for t in tokens: offsets.append(pos); pos += len(t)
     return {'tokens': tokens, 'token_logprobs': [lp[t] for t, lp in zip(token_ids, logprobs)],
-            'top_logprobs': [{token_str(tokenizer, k): v for k, v in lp.items()} for lp in logprobs], 'text_offset': offsets}
+            'top_logprobs': [{token_str(tokenizer, k): v for k, v in lp.items()}
+                             for lp in logprobs],
+            'text_offset': offsets}
 
 def chat_logprobs(tokenizer, token_ids: list[int], logprobs: list[dict], top: int) -> list[dict]:
+    "The chat format: each token with its bytes and its `top` most likely alternatives."
+    def entry(token_id, logprob):
+        s = token_str(tokenizer, token_id)
+        return {'token': s, 'logprob': logprob, 'bytes': list(s.encode())}
     out = []
     for t, lp in zip(token_ids, logprobs):
-        s = token_str(tokenizer, t)
-        alts = sorted(((k, v) for k, v in lp.items()), key=lambda kv: -kv[1])[:top]
-        out.append({'token': s, 'logprob': lp[t], 'bytes': list(s.encode()),
-                    'top_logprobs': [{'token': token_str(tokenizer, k), 'logprob': v, 'bytes': list(token_str(tokenizer, k).encode())}
-                                     for k, v in alts]})
+        alts = sorted(lp.items(), key=lambda kv: -kv[1])[:top]
+        out.append({**entry(t, lp[t]), 'top_logprobs': [entry(k, v) for k, v in alts]})
     return out
 
 # %% ../nbs/09a_server.ipynb #ed1af193
 def sse(data: dict | str, event: str | None = None) -> str:
+    "One Server-Sent Event: an optional `event:` line, then `data:` with the JSON (or the string)."
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return (f"event: {event}\n" if event else '') + f"data: {payload}\n\n"
 
 def event_stream(events, done: bool = True) -> StreamingResponse:
-    "Stream SSE events; an error after the stream has started is sent as an error event (the status is already 200)."
+    "Stream SSE events; a later error is sent as an error event (the status is already 200)."
     async def guarded():
         try:
             async for e in events: yield e
         except APIError as e:
-            yield sse({'error': {'message': e.message, 'type': e.type, 'param': e.param, 'code': e.status}}, event=None if done else 'error')
+            yield sse(e.body(), event=None if done else 'error')
             if done: yield sse('[DONE]')
     return StreamingResponse(guarded(), media_type='text/event-stream')
 
+# %% ../nbs/09a_server.ipynb #47ab9af5
 class APIKeyMiddleware:
-    """401 on /v1/* unless the request carries `Authorization: Bearer <key>`. A plain ASGI middleware:
-    Starlette's BaseHTTPMiddleware would hide client disconnects from the handlers."""
+    "401 on /v1/* unless the request carries `Authorization: Bearer <key>`."
     def __init__(self, app, api_key: str):
         self.app, self.expected = app, f"Bearer {api_key}".encode()
 
     async def __call__(self, scope, receive, send):
         if scope['type'] == 'http' and scope['path'].startswith('/v1'):
             if dict(scope['headers']).get(b'authorization', b'') != self.expected:
-                await error_response(APIError(401, "invalid or missing API key", 'AuthenticationError'))(scope, receive, send)
+                refusal = APIError(401, "invalid or missing API key", 'AuthenticationError')
+                await error_response(refusal)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
+# %% ../nbs/09a_server.ipynb #70fb2433
 class ServerState:
-    "What the handlers share: the engine, the model name, and the server's limits."
-    def __init__(self, engine: AsyncLLMEngine, served_model_name: str, api_key: str | None, max_waiting: int | None):
-        self.engine, self.model_name, self.api_key, self.max_waiting = engine, served_model_name, api_key, max_waiting
-        self.tokenizer = engine.engine.tokenizer
+    "What the handlers share: the engine, the model's fixed facts, the served name and the limits."
+    def __init__(self, engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
+                 max_waiting: int | None = None):
+        self.engine, self.model_name = engine, served_model_name
+        self.api_key, self.max_waiting = api_key, max_waiting
+        core = engine.engine
+        self.tokenizer, self.root = core.tokenizer, str(core.path)
+        self.max_model_len, self.vocab_size = core.max_model_len, core.model.config.vocab_size
         self.created = int(time.time())
 
     def check_model(self, body: dict) -> None:
         model = body.get('model')
         if model is not None and model != self.model_name:
-            raise APIError(404, f"The model `{model}` does not exist. This server serves `{self.model_name}`.", 'NotFoundError', 'model')
+            message = f"The model `{model}` does not exist. This server serves `{self.model_name}`."
+            raise APIError(404, message, 'NotFoundError', 'model')
 
     def check_capacity(self) -> None:
-        if self.max_waiting is not None and self.engine.num_waiting >= self.max_waiting:
-            raise APIError(503, f"the server is busy: {self.engine.num_waiting} requests are already waiting", 'ServiceUnavailableError')
+        if self.max_waiting is None: return
+        waiting = self.engine.stats()['num_requests_waiting']
+        if waiting >= self.max_waiting:
+            raise APIError(503, f"the server is busy: {waiting} requests are already waiting",
+                           'ServiceUnavailableError')
 
-async def read_json(request: Request) -> dict:
-    raw = await request.body()
-    try: body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise bad_request(f"malformed JSON body: {e}") from None
-    if not isinstance(body, dict): raise bad_request("the JSON body must be an object")
-    return body
+    async def generation(self, prompts: list, params: SamplingParams) -> Generation:
+        "A started `Generation` of `prompts`, if the waiting queue has room."
+        self.check_capacity()
+        gen = Generation(self.engine, prompts, params)
+        await gen.start()
+        return gen
 
-# %% ../nbs/09a_server.ipynb #b3c9f066
-def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
-              max_waiting: int | None = None) -> FastAPI:
-    "The FastAPI application serving `engine` under `served_model_name`."
-    from contextlib import asynccontextmanager
-    from nanollmserve import __version__
-
+# %% ../nbs/09a_server.ipynb #74ef4d7b
+def base_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
+             max_waiting: int | None = None) -> FastAPI:
+    "The application before its routes: the engine's lifespan, shared state, errors, API key."
     @asynccontextmanager
     async def lifespan(app):
         engine.start()
@@ -294,13 +363,17 @@ def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | Non
         engine.shutdown()
 
     app = FastAPI(title='nanollmserve', version=__version__, lifespan=lifespan)
-    state = app.state.server = ServerState(engine, served_model_name, api_key, max_waiting)
+    app.state.server = ServerState(engine, served_model_name, api_key, max_waiting)
 
     @app.exception_handler(APIError)
     async def _api_error(request, e: APIError): return error_response(e)
 
     if api_key: app.add_middleware(APIKeyMiddleware, api_key=api_key)
+    return app
 
+# %% ../nbs/09a_server.ipynb #a62b0ee8
+def add_info_routes(app: FastAPI, state: ServerState) -> None:
+    "GET /health, /version, /stats and /v1/models."
     @app.get('/health')
     async def health(): return Response(status_code=200)
 
@@ -308,141 +381,182 @@ def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | Non
     async def version(): return {'version': __version__}
 
     @app.get('/stats')
-    async def stats(): return engine.stats()
-
-    from nanollmserve.metrics import CONTENT_TYPE_LATEST, EngineMetrics   # chapter 10
-    metrics = app.state.metrics = EngineMetrics(engine.engine, served_model_name, stats=engine.stats)
-
-    @app.get('/metrics')
-    async def prometheus_metrics(): return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    async def stats(): return state.engine.stats()
 
     @app.get('/v1/models')
     async def models():
-        return {'object': 'list', 'data': [{'id': state.model_name, 'object': 'model', 'created': state.created,
-                                            'owned_by': 'nanollmserve', 'root': str(engine.engine.path),
-                                            'max_model_len': engine.engine.max_model_len}]}
+        card = {'id': state.model_name, 'object': 'model', 'created': state.created,
+                'owned_by': 'nanollmserve', 'root': state.root,
+                'max_model_len': state.max_model_len}
+        return {'object': 'list', 'data': [card]}
 
+# %% ../nbs/09a_server.ipynb #33474f32
+def add_metrics_route(app: FastAPI, state: ServerState) -> None:
+    "GET /metrics: the Prometheus exposition of chapter 10."
+    from nanollmserve.metrics import CONTENT_TYPE_LATEST, EngineMetrics   # chapter 10
+    metrics = EngineMetrics(state.engine.engine, state.model_name, stats=state.engine.stats)
+    app.state.metrics = metrics
+
+    @app.get('/metrics')
+    async def prometheus_metrics():
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+# %% ../nbs/09a_server.ipynb #15f20233
+def add_token_routes(app: FastAPI, state: ServerState) -> None:
+    "POST /tokenize and /detokenize."
     @app.post('/tokenize')
     async def tokenize(request: Request):
         body = await read_json(request); state.check_model(body)
-        if 'messages' in body: ids = chat_prompt(state.tokenizer, body['messages'])['prompt_token_ids']
+        if 'messages' in body:
+            ids = chat_prompt(state.tokenizer, body['messages'])['prompt_token_ids']
         else:
             prompt = field(body, 'prompt', str, None, message='must be a string')
             if prompt is None: raise bad_request("'prompt' or 'messages' is required", 'prompt')
-            ids = state.tokenizer.encode(prompt, add_special_tokens=field(body, 'add_special_tokens', bool, True))
-        return {'tokens': ids, 'count': len(ids), 'max_model_len': engine.engine.max_model_len}
+            special = field(body, 'add_special_tokens', bool, True)
+            ids = state.tokenizer.encode(prompt, add_special_tokens=special)
+        return {'tokens': ids, 'count': len(ids), 'max_model_len': state.max_model_len}
 
     @app.post('/detokenize')
     async def detokenize(request: Request):
         body = await read_json(request); state.check_model(body)
-        ids, vocab = body.get('tokens'), engine.engine.model.config.vocab_size
-        if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in ids):
+        ids, vocab = body.get('tokens'), state.vocab_size
+        is_id = lambda t: isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab
+        if not isinstance(ids, list) or not all(is_id(t) for t in ids):
             raise bad_request(f"'tokens' must be a list of token ids in [0, {vocab})", 'tokens')
         return {'prompt': state.tokenizer.decode(ids)}
 
-    @app.post('/v1/completions')
-    async def _completions(request: Request): return await completions(state, request)
-
-    @app.post('/v1/chat/completions')
-    async def _chat(request: Request): return await chat_completions(state, request)
-
-    @app.post('/v1/responses')
-    async def _responses(request: Request): return await responses(state, request)
-    return app
-
 # %% ../nbs/09a_server.ipynb #518320ae
+UP_TO_20 = (lambda v: 0 <= v <= 20, 'must be an integer in [0, 20]')    # logprobs' range
+
 def stream_options(body: dict) -> bool:
+    "Whether `stream_options.include_usage` asks for a last chunk with the usage."
     opts = body.get('stream_options') or {}
-    if not isinstance(opts, dict): raise bad_request("'stream_options' must be an object", 'stream_options')
+    if not isinstance(opts, dict):
+        raise bad_request("'stream_options' must be an object", 'stream_options')
     return bool(opts.get('include_usage'))
 
-async def completions(state: ServerState, request: Request):
-    body = await read_json(request)
-    state.check_model(body); refuse_unsupported(body)
-    prompts = completion_prompts(body.get('prompt'))
-    logprobs = field(body, 'logprobs', int, None, lambda v: 0 <= v <= 20, 'must be an integer in [0, 20]')
-    echo, stream = field(body, 'echo', bool, False), field(body, 'stream', bool, False)
-    if echo and logprobs is not None:
-        raise bad_request("'logprobs' together with 'echo' is not supported (prompt logprobs are not computed)", 'echo')
-    params = sampling_params(body, 'max_tokens', 16, logprobs)
-    include_usage = stream_options(body)
-    state.check_capacity()
-    gen = Generation(state.engine, prompts, params)
-    await gen.start()
-    rid, created, tok = f"cmpl-{uuid.uuid4().hex}", int(time.time()), state.tokenizer
+class CompletionRequest:
+    "A /v1/completions body, parsed and checked; it then writes the response."
+    def __init__(self, state: ServerState, body: dict):
+        state.check_model(body); refuse_unsupported(body)
+        self.state, self.prompts = state, completion_prompts(body.get('prompt'))
+        self.logprobs = field(body, 'logprobs', int, None, *UP_TO_20)
+        self.echo = field(body, 'echo', bool, False)
+        self.stream = field(body, 'stream', bool, False)
+        if self.echo and self.logprobs is not None:
+            raise bad_request("'logprobs' together with 'echo' is not supported "
+                              "(prompt logprobs are not computed)", 'echo')
+        self.params = sampling_params(body, 'max_tokens', 16, self.logprobs)
+        self.include_usage = stream_options(body)
+        self.id, self.created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
 
-    def prompt_text(i):
-        p = gen.prompt_texts[i]
-        return p if p is not None else tok.decode(prompts[i]['prompt_token_ids'])
-
-    def chunk(choices, usage=None):
-        d = {'id': rid, 'object': 'text_completion', 'created': created, 'model': state.model_name, 'choices': choices}
+    def chunk(self, choices: list, usage: dict | None = None) -> dict:
+        d = {'id': self.id, 'object': 'text_completion', 'created': self.created,
+             'model': self.state.model_name, 'choices': choices}
         if usage is not None: d['usage'] = usage
         return d
 
-    if stream:
-        async def events():
-            echoed, offsets = set(), {}
-            async for idx, text, toks, lps, finish in gen.deltas():
-                if echo and idx not in echoed:
-                    echoed.add(idx); text = prompt_text(idx // params.n) + text
-                lp = None
-                if logprobs is not None and toks:
-                    lp = completion_logprobs(tok, toks, lps, offsets.get(idx, 0)); offsets[idx] = offsets.get(idx, 0) + len(text)
-                yield sse(chunk([{'index': idx, 'text': text, 'logprobs': lp, 'finish_reason': finish}]))
-            if include_usage: yield sse(chunk([], gen.usage()))
-            yield sse('[DONE]')
-        return event_stream(events())
+    def prompt_text(self, gen: Generation, i: int) -> str:
+        "Prompt `i` as text, for `echo` (decoded if it came as token ids)."
+        p = gen.prompt_texts[i]
+        if p is None: p = self.state.tokenizer.decode(self.prompts[i]['prompt_token_ids'])
+        return p
 
-    choices = await collect(gen, request)
+# %% ../nbs/09a_server.ipynb #b83d6c53
+@patch
+async def events(self: CompletionRequest, gen: Generation):
+    "The streamed chunks, as SSE events."
+    echoed, offsets, n = set(), {}, self.params.n
+    async for idx, text, toks, lps, finish in gen.deltas():
+        if self.echo and idx not in echoed:
+            echoed.add(idx); text = self.prompt_text(gen, idx // n) + text
+        lp = None
+        if self.logprobs is not None and toks:
+            lp = completion_logprobs(self.state.tokenizer, toks, lps, offsets.get(idx, 0))
+            offsets[idx] = offsets.get(idx, 0) + len(text)
+        choice = {'index': idx, 'text': text, 'logprobs': lp, 'finish_reason': finish}
+        yield sse(self.chunk([choice]))
+    if self.include_usage: yield sse(self.chunk([], gen.usage()))
+    yield sse('[DONE]')
+
+@patch
+def result(self: CompletionRequest, gen: Generation, choices: dict) -> dict:
+    "The whole response, from the choices `collect` gathered."
     out = []
-    for idx in sorted(choices):
-        c = choices[idx]
-        text = (prompt_text(idx // params.n) if echo else '') + c['text']
-        lp = completion_logprobs(tok, c['token_ids'], c['logprobs']) if logprobs is not None else None
-        out.append({'index': idx, 'text': text, 'logprobs': lp, 'finish_reason': c['finish_reason']})
-    return chunk(out, gen.usage())
+    for idx, c in sorted(choices.items()):
+        text = (self.prompt_text(gen, idx // self.params.n) if self.echo else '') + c['text']
+        lp = (completion_logprobs(self.state.tokenizer, c['token_ids'], c['logprobs'])
+              if self.logprobs is not None else None)
+        out.append({'index': idx, 'text': text, 'logprobs': lp,
+                    'finish_reason': c['finish_reason']})
+    return self.chunk(out, gen.usage())
+
+def add_completion_routes(app: FastAPI, state: ServerState) -> None:
+    "POST /v1/completions."
+    @app.post('/v1/completions')
+    async def completions(request: Request):
+        req = CompletionRequest(state, await read_json(request))
+        gen = await state.generation(req.prompts, req.params)
+        if req.stream: return event_stream(req.events(gen))
+        return req.result(gen, await collect(gen, request))
 
 # %% ../nbs/09a_server.ipynb #a992ffe8
-async def chat_completions(state: ServerState, request: Request):
-    body = await read_json(request)
-    state.check_model(body); refuse_unsupported(body)
-    prompt = chat_prompt(state.tokenizer, body.get('messages'))
-    want_lp = field(body, 'logprobs', bool, False)
-    top = field(body, 'top_logprobs', int, 0, lambda v: 0 <= v <= 20, 'must be an integer in [0, 20]')
-    if top and not want_lp: raise bad_request("'top_logprobs' requires 'logprobs': true", 'top_logprobs')
-    params = sampling_params(body, 'max_completion_tokens', None, top if want_lp else None)
-    stream, include_usage = field(body, 'stream', bool, False), stream_options(body)
-    state.check_capacity()
-    gen = Generation(state.engine, [prompt], params)
-    await gen.start()
-    rid, created, tok = f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), state.tokenizer
+class ChatRequest:
+    "A /v1/chat/completions body, parsed and checked; it then writes the response."
+    def __init__(self, state: ServerState, body: dict):
+        state.check_model(body); refuse_unsupported(body)
+        self.state, self.prompt = state, chat_prompt(state.tokenizer, body.get('messages'))
+        self.want_logprobs = field(body, 'logprobs', bool, False)
+        self.top = field(body, 'top_logprobs', int, 0, *UP_TO_20)
+        if self.top and not self.want_logprobs:
+            raise bad_request("'top_logprobs' requires 'logprobs': true", 'top_logprobs')
+        self.params = sampling_params(body, 'max_completion_tokens', None,
+                                      self.top if self.want_logprobs else None)
+        self.stream, self.include_usage = field(body, 'stream', bool, False), stream_options(body)
+        self.id, self.created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
 
-    def envelope(obj, choices, usage=None):
-        d = {'id': rid, 'object': obj, 'created': created, 'model': state.model_name, 'choices': choices}
+    def envelope(self, obj: str, choices: list, usage: dict | None = None) -> dict:
+        d = {'id': self.id, 'object': obj, 'created': self.created, 'model': self.state.model_name,
+             'choices': choices}
         if usage is not None: d['usage'] = usage
         return d
 
-    if stream:
-        async def events():
-            for idx in range(params.n):
-                yield sse(envelope('chat.completion.chunk', [{'index': idx, 'delta': {'role': 'assistant', 'content': ''},
-                                                               'logprobs': None, 'finish_reason': None}]))
-            async for idx, text, toks, lps, finish in gen.deltas():
-                lp = {'content': chat_logprobs(tok, toks, lps, top)} if want_lp and toks else None
-                if text or lp:
-                    yield sse(envelope('chat.completion.chunk', [{'index': idx, 'delta': {'content': text}, 'logprobs': lp, 'finish_reason': None}]))
-                if finish:
-                    yield sse(envelope('chat.completion.chunk', [{'index': idx, 'delta': {}, 'logprobs': None, 'finish_reason': finish}]))
-            if include_usage: yield sse(envelope('chat.completion.chunk', [], gen.usage()))
-            yield sse('[DONE]')
-        return event_stream(events())
+    def logprobs(self, token_ids: list[int], logprobs: list[dict]) -> dict:
+        return {'content': chat_logprobs(self.state.tokenizer, token_ids, logprobs, self.top)}
 
-    choices = await collect(gen, request)
-    out = [{'index': idx, 'message': {'role': 'assistant', 'content': c['text']},
-            'logprobs': {'content': chat_logprobs(tok, c['token_ids'], c['logprobs'], top)} if want_lp else None,
-            'finish_reason': c['finish_reason']} for idx, c in sorted(choices.items())]
-    return envelope('chat.completion', out, gen.usage())
+# %% ../nbs/09a_server.ipynb #48bec789
+@patch
+async def events(self: ChatRequest, gen: Generation):
+    "The streamed chunks, as SSE events."
+    def chunk(idx, delta, lp=None, finish=None):
+        choice = {'index': idx, 'delta': delta, 'logprobs': lp, 'finish_reason': finish}
+        return sse(self.envelope('chat.completion.chunk', [choice]))
+    for idx in range(self.params.n): yield chunk(idx, {'role': 'assistant', 'content': ''})
+    async for idx, text, toks, lps, finish in gen.deltas():
+        lp = self.logprobs(toks, lps) if self.want_logprobs and toks else None
+        if text or lp: yield chunk(idx, {'content': text}, lp)
+        if finish: yield chunk(idx, {}, finish=finish)
+    if self.include_usage: yield sse(self.envelope('chat.completion.chunk', [], gen.usage()))
+    yield sse('[DONE]')
+
+@patch
+def result(self: ChatRequest, gen: Generation, choices: dict) -> dict:
+    "The whole response, from the choices `collect` gathered."
+    def choice(idx, c):
+        lp = self.logprobs(c['token_ids'], c['logprobs']) if self.want_logprobs else None
+        return {'index': idx, 'message': {'role': 'assistant', 'content': c['text']},
+                'logprobs': lp, 'finish_reason': c['finish_reason']}
+    out = [choice(idx, c) for idx, c in sorted(choices.items())]
+    return self.envelope('chat.completion', out, gen.usage())
+
+def add_chat_routes(app: FastAPI, state: ServerState) -> None:
+    "POST /v1/chat/completions."
+    @app.post('/v1/chat/completions')
+    async def chat_completions(request: Request):
+        req = ChatRequest(state, await read_json(request))
+        gen = await state.generation([req.prompt], req.params)
+        if req.stream: return event_stream(req.events(gen))
+        return req.result(gen, await collect(gen, request))
 
 # %% ../nbs/09a_server.ipynb #1f362802
 def responses_messages(body: dict) -> list[dict]:
@@ -454,60 +568,99 @@ def responses_messages(body: dict) -> list[dict]:
     if isinstance(inp, str): messages.append({'role': 'user', 'content': inp})
     elif isinstance(inp, list) and inp:
         for item in inp:
-            if not isinstance(item, dict) or item.get('type', 'message') != 'message' or 'role' not in item:
+            kind = item.get('type', 'message') if isinstance(item, dict) else None
+            if kind != 'message' or 'role' not in item:
                 raise bad_request("only message items are supported in 'input'", 'input')
             messages.append({'role': item['role'], 'content': item.get('content')})
     else: raise bad_request("'input' must be a string or a non-empty list of messages", 'input')
     return messages
 
-async def responses(state: ServerState, request: Request):
-    body = await read_json(request)
-    state.check_model(body); refuse_unsupported(body)
-    if field(body, 'n', int, 1) != 1: raise bad_request("'n' is not supported by the Responses API", 'n')
-    prompt = chat_prompt(state.tokenizer, responses_messages(body), 'input')
-    params = sampling_params(body, 'max_output_tokens', None)
-    stream = field(body, 'stream', bool, False)
-    state.check_capacity()
-    gen = Generation(state.engine, [prompt], params)
-    await gen.start()
-    rid, msg_id, created = f"resp_{uuid.uuid4().hex}", f"msg_{uuid.uuid4().hex}", int(time.time())
+# %% ../nbs/09a_server.ipynb #93ac01d0
+class ResponsesRequest:
+    "A /v1/responses body, parsed and checked; it then writes the response and its events."
+    def __init__(self, state: ServerState, body: dict):
+        state.check_model(body); refuse_unsupported(body)
+        if field(body, 'n', int, 1) != 1:
+            raise bad_request("'n' is not supported by the Responses API", 'n')
+        self.state, self.body = state, body
+        self.prompt = chat_prompt(state.tokenizer, responses_messages(body), 'input')
+        self.params = sampling_params(body, 'max_output_tokens', None)
+        self.stream = field(body, 'stream', bool, False)
+        self.id, self.msg_id = f"resp_{uuid.uuid4().hex}", f"msg_{uuid.uuid4().hex}"
+        self.created = int(time.time())
 
-    def part(text): return {'type': 'output_text', 'text': text, 'annotations': [], 'logprobs': []}
-    def item(text, status): return {'type': 'message', 'id': msg_id, 'status': status, 'role': 'assistant',
-                                    'content': [part(text)] if text is not None else []}
-    def response(status, output, finish=None):
-        u = gen.usage()
-        return {'id': rid, 'object': 'response', 'created_at': created, 'model': state.model_name, 'status': status,
-                'output': output, 'error': None,
-                'incomplete_details': {'reason': 'max_output_tokens'} if finish == 'length' else None,
-                'instructions': body.get('instructions'), 'max_output_tokens': params.max_tokens if body.get('max_output_tokens') else None,
-                'temperature': params.temperature, 'top_p': params.top_p, 'parallel_tool_calls': False,
-                'tool_choice': 'none', 'tools': [], 'text': {'format': {'type': 'text'}}, 'metadata': body.get('metadata') or {},
-                'usage': {'input_tokens': u['prompt_tokens'], 'output_tokens': u['completion_tokens'], 'total_tokens': u['total_tokens'],
-                          'input_tokens_details': {'cached_tokens': 0}, 'output_tokens_details': {'reasoning_tokens': 0}}}
+    def part(self, text: str) -> dict:
+        return {'type': 'output_text', 'text': text, 'annotations': [], 'logprobs': []}
 
-    if stream:
-        async def events():
-            seq = iter(range(1 << 62))
-            def ev(kind, **data): return sse({'type': kind, 'sequence_number': next(seq), **data}, event=kind)
-            yield ev('response.created', response=response('in_progress', []))
-            yield ev('response.in_progress', response=response('in_progress', []))
-            yield ev('response.output_item.added', output_index=0, item=item(None, 'in_progress'))
-            yield ev('response.content_part.added', item_id=msg_id, output_index=0, content_index=0, part=part(''))
-            text, finish = '', None
-            async for _, delta, _, _, fin in gen.deltas():
-                if delta:
-                    text += delta
-                    yield ev('response.output_text.delta', item_id=msg_id, output_index=0, content_index=0, delta=delta, logprobs=[])
-                finish = fin or finish
-            status = 'incomplete' if finish == 'length' else 'completed'
-            yield ev('response.output_text.done', item_id=msg_id, output_index=0, content_index=0, text=text, logprobs=[])
-            yield ev('response.content_part.done', item_id=msg_id, output_index=0, content_index=0, part=part(text))
-            yield ev('response.output_item.done', output_index=0, item=item(text, status))
-            yield ev('response.completed', response=response(status, [item(text, status)], finish))
-        return event_stream(events(), done=False)
+    def item(self, text: str | None, status: str) -> dict:
+        return {'type': 'message', 'id': self.msg_id, 'status': status, 'role': 'assistant',
+                'content': [self.part(text)] if text is not None else []}
 
-    choices = await collect(gen, request)
+    def response(self, gen: Generation, status: str, output: list,
+                 finish: str | None = None) -> dict:
+        u, body, p = gen.usage(), self.body, self.params
+        cut = {'reason': 'max_output_tokens'} if finish == 'length' else None
+        return {'id': self.id, 'object': 'response', 'created_at': self.created,
+                'model': self.state.model_name, 'status': status, 'output': output, 'error': None,
+                'incomplete_details': cut,
+                'instructions': body.get('instructions'),
+                'max_output_tokens': p.max_tokens if body.get('max_output_tokens') else None,
+                'temperature': p.temperature, 'top_p': p.top_p, 'parallel_tool_calls': False,
+                'tool_choice': 'none', 'tools': [], 'text': {'format': {'type': 'text'}},
+                'metadata': body.get('metadata') or {},
+                'usage': {'input_tokens': u['prompt_tokens'],
+                          'output_tokens': u['completion_tokens'],
+                          'total_tokens': u['total_tokens'],
+                          'input_tokens_details': {'cached_tokens': 0},
+                          'output_tokens_details': {'reasoning_tokens': 0}}}
+
+# %% ../nbs/09a_server.ipynb #baf67586
+@patch
+async def events(self: ResponsesRequest, gen: Generation):
+    "OpenAI's typed events, numbered, around the text deltas."
+    seq, at = iter(range(1 << 62)), dict(item_id=self.msg_id, output_index=0, content_index=0)
+    def ev(kind, **data):
+        return sse({'type': kind, 'sequence_number': next(seq), **data}, event=kind)
+    yield ev('response.created', response=self.response(gen, 'in_progress', []))
+    yield ev('response.in_progress', response=self.response(gen, 'in_progress', []))
+    yield ev('response.output_item.added', output_index=0, item=self.item(None, 'in_progress'))
+    yield ev('response.content_part.added', **at, part=self.part(''))
+    text, finish = '', None
+    async for _, delta, _, _, fin in gen.deltas():
+        if delta:
+            text += delta
+            yield ev('response.output_text.delta', **at, delta=delta, logprobs=[])
+        finish = fin or finish
+    status = 'incomplete' if finish == 'length' else 'completed'
+    yield ev('response.output_text.done', **at, text=text, logprobs=[])
+    yield ev('response.content_part.done', **at, part=self.part(text))
+    yield ev('response.output_item.done', output_index=0, item=self.item(text, status))
+    final = self.response(gen, status, [self.item(text, status)], finish)
+    yield ev('response.completed', response=final)
+
+@patch
+def result(self: ResponsesRequest, gen: Generation, choices: dict) -> dict:
+    "The whole response, from the choice `collect` gathered."
     c = choices[0]
     status = 'incomplete' if c['finish_reason'] == 'length' else 'completed'
-    return response(status, [item(c['text'], status)], c['finish_reason'])
+    return self.response(gen, status, [self.item(c['text'], status)], c['finish_reason'])
+
+def add_responses_routes(app: FastAPI, state: ServerState) -> None:
+    "POST /v1/responses."
+    @app.post('/v1/responses')
+    async def responses(request: Request):
+        req = ResponsesRequest(state, await read_json(request))
+        gen = await state.generation([req.prompt], req.params)
+        if req.stream: return event_stream(req.events(gen), done=False)
+        return req.result(gen, await collect(gen, request))
+
+# %% ../nbs/09a_server.ipynb #b3c9f066
+ROUTES = (add_info_routes, add_metrics_route, add_token_routes, add_completion_routes,
+          add_chat_routes, add_responses_routes)
+
+def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
+              max_waiting: int | None = None) -> FastAPI:
+    "The FastAPI application serving `engine` under `served_model_name`."
+    app = base_app(engine, served_model_name, api_key, max_waiting)
+    for add in ROUTES: add(app, app.state.server)
+    return app
