@@ -30,7 +30,8 @@ class EngineDeadError(RuntimeError):
     "The engine loop has stopped (shutdown); no new requests are taken."
 
 class AsyncLLMEngine:
-    "An `LLMEngine` run by a background thread; asyncio code submits requests and iterates their outputs."
+    """An `LLMEngine` run by a background thread; asyncio code submits requests and iterates
+    their outputs."""
     def __init__(self, engine: LLMEngine):
         self.engine = engine
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -55,7 +56,8 @@ class AsyncLLMEngine:
 
 # %% ../nbs/09_async_engine.ipynb #d4c4e5db
 class RequestStream:
-    "The outputs of one admitted request, as an async iterator; `abort()` stops it and frees its blocks."
+    """The outputs of one admitted request, as an async iterator; `abort()` stops it and frees
+    its blocks."""
     def __init__(self, engine: AsyncLLMEngine, request_id: str, q: asyncio.Queue):
         self.engine, self.request_id, self._q, self.finished = engine, request_id, q, False
 
@@ -88,7 +90,8 @@ def _loop(self: AsyncLLMEngine) -> None:
         if not self.engine.has_unfinished_requests():
             self._wake.wait(0.05); self._wake.clear(); continue
         try: outputs = self.engine.step()
-        except Exception as e:              # the whole step failed: fail what is in flight, keep serving
+        except Exception as e:
+            # the whole step failed: fail what is in flight, keep serving
             _log.exception("engine step failed")
             outputs = self.engine.fail_all(e)
         self._stats = self.engine.stats()
@@ -145,7 +148,8 @@ def num_waiting(self: AsyncLLMEngine) -> int:
 @patch
 async def add_request(self: AsyncLLMEngine, prompt, params: SamplingParams, 
                       request_id: str | None = None) -> RequestStream:
-    "Submit a request and wait for the engine to take it; raises ValueError (nothing queued) if refused."
+    """Submit a request and wait for the engine to take it; raises ValueError (nothing queued)
+    if refused."""
     if not self._running: raise EngineDeadError("the engine is not running")
     rid = request_id or uuid.uuid4().hex
     loop = asyncio.get_running_loop()
@@ -167,7 +171,8 @@ async def generate(self: AsyncLLMEngine, prompt, params: SamplingParams,
     stream = await self.add_request(prompt, params, request_id)
     try:
         async for out in stream: yield out
-    finally: stream.abort()              # no-op once finished; else cancelled, disconnected or closed early
+    finally:
+        stream.abort()   # no-op once finished; else cancelled, disconnected or closed early
 
 @patch
 def abort(self: AsyncLLMEngine, request_id: str) -> None:

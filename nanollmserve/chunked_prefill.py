@@ -20,9 +20,11 @@ __all__ = ['ChunkedPrefillScheduler', 'ChunkedPrefillEngineArgs', 'ChunkedPrefil
 # %% ../nbs/08_chunked_prefill.ipynb #8b94bd16
 class ChunkedPrefillScheduler(Scheduler):
     "Chapter 5's scheduler, feeding prompts in chunks that fill what the decodes leave of the budget."
-    def __init__(self, cache, max_num_seqs: int, max_num_batched_tokens: int, long_prefill_token_threshold: int = 0):
+    def __init__(self, cache, max_num_seqs: int, max_num_batched_tokens: int,
+                 long_prefill_token_threshold: int = 0):
         super().__init__(cache, max_num_seqs, max_num_batched_tokens)
-        self.chunk_cap = long_prefill_token_threshold or max_num_batched_tokens   # per prompt, per step
+        # per prompt, per step
+        self.chunk_cap = long_prefill_token_threshold or max_num_batched_tokens
 
     def prompt_tokens(self, seq: Sequence, budget: int) -> int:
         "As many of `seq`'s uncomputed tokens as the budget and the per-prompt cap allow."
@@ -49,15 +51,18 @@ class ChunkedPrefillEngineArgs(PrefixCachingEngineArgs):
 
     def validate(self) -> None:
         super().validate()
-        self.check(isinstance(self.enable_chunked_prefill, bool), 'enable_chunked_prefill', 'must be True or False')
+        self.check(isinstance(self.enable_chunked_prefill, bool), 'enable_chunked_prefill',
+                   'must be True or False')
         t = self.long_prefill_token_threshold
-        self.check(t == 0 or is_pos_int(t), 'long_prefill_token_threshold', 'must be an integer >= 0')
+        self.check(t == 0 or is_pos_int(t), 'long_prefill_token_threshold',
+                   'must be an integer >= 0')
 
     def prompt_step_floor(self, max_model_len: int) -> int:
         return 1 if self.enable_chunked_prefill else super().prompt_step_floor(max_model_len)
 
     def make_scheduler(self, cache, max_num_batched_tokens: int) -> Scheduler:
-        if not self.enable_chunked_prefill: return super().make_scheduler(cache, max_num_batched_tokens)
+        if not self.enable_chunked_prefill:
+            return super().make_scheduler(cache, max_num_batched_tokens)
         return ChunkedPrefillScheduler(cache, self.max_num_seqs, max_num_batched_tokens,
                                        self.long_prefill_token_threshold)
 
@@ -83,29 +88,32 @@ def mixed_workload(vocab: int, max_model_len: int, seconds: float = 16.0, short_
               prompt=[rng.randrange(vocab) for _ in range(rng.randint(32, 256))])
          for t in poisson_arrivals(rng, short_rate, seconds)]
     hi = min(long_max, max_model_len - 17)
+    lo = min(hi, max_model_len // 2)
     w += [dict(kind='long', arrival=t, max_tokens=16,
-               prompt=[rng.randrange(vocab) for _ in range(rng.randint(min(hi, max_model_len // 2), hi))])
+               prompt=[rng.randrange(vocab) for _ in range(rng.randint(lo, hi))])
           for t in poisson_arrivals(rng, long_rate, seconds)]
     return sorted(w, key=lambda r: r['arrival'])
 
 # %% ../nbs/08_chunked_prefill.ipynb #5cf374fc
-def compare_chunking(settings=('off', '256', '512', '1024', '2048', '512/128', '2048/256'), model=None,
-                     seconds: float = 16.0, w1_requests: int = 32, w1_repeats: int = 3, seed: int = 0,
-                     **engine_args) -> dict:
+def compare_chunking(settings=('off', '256', '512', '1024', '2048', '512/128', '2048/256'),
+                     model=None, seconds: float = 16.0, w1_requests: int = 32, w1_repeats: int = 3,
+                     seed: int = 0, **engine_args) -> dict:
     "Per setting ('off', a budget 'B' or 'B/T' with a per-prompt cap T): the mixed replay and W1 runs."
     results = {}
     for name in settings:
         budget, _, cap = name.partition('/')
         chunked = budget != 'off'
         engine = fresh_engine(ChunkedPrefillLLMEngine, model, enable_chunked_prefill=chunked,
-                              enable_prefix_caching=False, max_num_batched_tokens=int(budget) if chunked else None,
+                              enable_prefix_caching=False,
+                              max_num_batched_tokens=int(budget) if chunked else None,
                               long_prefill_token_threshold=int(cap or 0), **engine_args)
         vocab = engine.model.config.vocab_size
         mixed = replay(engine, mixed_workload(vocab, engine.max_model_len, seconds, seed=seed))
-        w1 = [summarize(replay(engine, w1_workload(w1_requests, vocab, seed))) for _ in range(w1_repeats)]
+        w1 = [summarize(replay(engine, w1_workload(w1_requests, vocab, seed)))
+              for _ in range(w1_repeats)]
         results[name] = dict(budget=engine.max_num_batched_tokens, short=summarize(mixed, 'short'),
                              long=summarize(mixed, 'long'), all=summarize(mixed), w1=w1,
-                             streams=[dict(kind=m['kind'], arrival=m['arrival'], token_times=m['token_times'])
-                                      for m in mixed])
+                             streams=[dict(kind=m['kind'], arrival=m['arrival'],
+                                           token_times=m['token_times']) for m in mixed])
         del engine
     return results

@@ -35,8 +35,10 @@ class ContiguousKVCache:
     @property
     def num_free_blocks(self) -> int: return len(self.free_rows)
     def blocks_needed(self, num_tokens: int) -> int:
-        return 1 if num_tokens <= self.block_size else self.num_blocks + 1   # more than a row: never
-    def can_allocate(self, seq) -> bool: return bool(self.free_rows) and seq.num_tokens <= self.block_size
+        # more than a row: never
+        return 1 if num_tokens <= self.block_size else self.num_blocks + 1
+    def can_allocate(self, seq) -> bool:
+        return bool(self.free_rows) and seq.num_tokens <= self.block_size
     def allocate(self, seq) -> None: seq.block_table = [self.free_rows.pop()]
     def can_append(self, seq) -> bool: return seq.num_tokens <= self.block_size
     def append(self, seq) -> None: pass
@@ -87,17 +89,20 @@ class ModelRunner:
 
     @torch.inference_mode()
     def run(self, sched: SchedulerOutput) -> tuple[list[Sequence], SamplerOutput | None]:
-        "One forward pass; returns the sequences that got a new token and the sampler's output for them."
+        """One forward pass; returns the sequences that got a new token and the sampler's output
+        for them."""
         seqs, num_new = sched.seqs, sched.num_new
         ids, pos, last, sampling, off = [], [], [], [], -1
         for seq, n in zip(seqs, num_new):
             start = seq.num_computed_tokens
             ids.extend(seq.token_ids[start:start + n]); pos.extend(range(start, start + n))
             off += n
-            if start + n == seq.num_tokens: last.append(off); sampling.append(seq)   # else: no token yet
+            if start + n == seq.num_tokens:
+                last.append(off); sampling.append(seq)   # else: no token yet
         input_ids = torch.tensor(ids, device=self.device)
         positions = torch.tensor(pos, device=self.device)
-        hidden = self.model(input_ids, positions, self.cache.attention(seqs, num_new, sched.num_decodes))
+        attn = self.cache.attention(seqs, num_new, sched.num_decodes)
+        hidden = self.model(input_ids, positions, attn)
         for seq, n in zip(seqs, num_new): seq.num_computed_tokens += n
         if not sampling: return [], None
         logits = self.model.compute_logits(hidden[torch.tensor(last, device=self.device)])
@@ -124,16 +129,18 @@ class EngineArgs:
     def __post_init__(self): self.validate()
     def check(self, ok: bool, name: str, msg: str) -> None:
         "Raise a ValueError that names the argument, unless `ok`."
-        if not ok: raise ValueError(f"invalid engine argument {name}={getattr(self, name)!r}: {msg}")
+        if not ok:
+            raise ValueError(f"invalid engine argument {name}={getattr(self, name)!r}: {msg}")
 
     def validate(self) -> None:
         for name in ('max_num_seqs', 'max_model_len', 'max_num_batched_tokens'):
             v = getattr(self, name)
-            self.check((v is None and name != 'max_num_seqs') or is_pos_int(v), name, 'must be a positive integer')
+            self.check((v is None and name != 'max_num_seqs') or is_pos_int(v), name,
+                       'must be a positive integer')
         self.check(self.dtype in ('auto', 'float32', 'bfloat16', 'float16'), 'dtype',
                    'must be auto, float32, bfloat16 or float16')
-        self.check(isinstance(self.device, str) and self.device.split(':')[0] in ('cpu', 'cuda'), 'device',
-                   "must be 'cpu' or 'cuda'")
+        self.check(isinstance(self.device, str) and self.device.split(':')[0] in ('cpu', 'cuda'),
+                   'device', "must be 'cpu' or 'cuda'")
 
     def prompt_step_floor(self, max_model_len: int) -> int:
         "The fewest tokens one step must take so that every prompt can be scheduled: a whole prompt."
@@ -144,10 +151,12 @@ class EngineArgs:
         floor = self.prompt_step_floor(max_model_len)
         budget = self.max_num_batched_tokens or max(floor, 2048, self.max_num_seqs)
         need = [(floor, 'max_model_len', 'or a long prompt could never be scheduled'),
-                (self.max_num_seqs, 'max_num_seqs', 'so every running sequence can decode each step')]
+                (self.max_num_seqs, 'max_num_seqs',
+                 'so every running sequence can decode each step')]
         for least, name, why in need:
-            if budget < least: raise ValueError(f"invalid engine argument max_num_batched_tokens={budget}: "
-                                                f"must be at least {name}={least}, {why}")
+            if budget < least:
+                raise ValueError(f"invalid engine argument max_num_batched_tokens={budget}: "
+                                 f"must be at least {name}={least}, {why}")
         return budget
 
     def make_kv_cache(self, model: CausalLM, max_model_len: int):
@@ -162,8 +171,8 @@ class CompletionOutput:
     index: int
     text: str
     token_ids: list[int]
-    finish_reason: str | None = None           # 'stop', 'length', 'abort' or 'error'; None while running
-    logprobs: list[dict[int, float]] | None = None   # per token: {chosen and top token ids: logprob}
+    finish_reason: str | None = None   # 'stop', 'length', 'abort' or 'error'; None while running
+    logprobs: list[dict[int, float]] | None = None  # per token: {chosen and top token ids: logprob}
     cumulative_logprob: float | None = None
 
 @dataclass
@@ -175,7 +184,7 @@ class RequestOutput:
     outputs: list[CompletionOutput]
     finished: bool
     metrics: dict = field(default_factory=dict)   # monotonic times: arrival, first_token, finished
-    error: str | None = None                      # set when the request failed (its outputs end with 'error')
+    error: str | None = None   # set when the request failed (its outputs end with 'error')
 
 # %% ../nbs/05a_engine.ipynb #e2eb5fef
 class LLMEngine:
@@ -198,10 +207,12 @@ class LLMEngine:
         self.runner = ModelRunner(self.model, self.cache)
         self.requests: dict[str, _Request] = {}
         self.num_aborted_requests = 0
-        self.stat_loggers: list = []    # observers: on_step(sched, now), on_token(seq, now), on_finished(seq, now)
+        # observers: on_step(sched, now), on_token(seq, now), on_finished(seq, now)
+        self.stat_loggers: list = []
 
 # %% ../nbs/05a_engine.ipynb #9ddbeb06
-def _is_token(t, vocab: int) -> bool: return isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab
+def _is_token(t, vocab: int) -> bool:
+    return isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab
 
 @patch
 def encode_prompt(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
@@ -214,7 +225,8 @@ def encode_prompt(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
     elif isinstance(prompt, dict) and isinstance(prompt.get('prompt'), str):
         text, ids = prompt['prompt'], self.tokenizer.encode(prompt['prompt'])
     elif isinstance(prompt, dict):
-        raise ValueError("a prompt dict needs 'prompt' (a string) or 'prompt_token_ids' (a list of ints)")
+        raise ValueError("a prompt dict needs 'prompt' (a string) "
+                         "or 'prompt_token_ids' (a list of ints)")
     elif isinstance(prompt, str): text, ids = prompt, self.tokenizer.encode(prompt)
     else: raise ValueError(f"a prompt must be a string or a dict, got {type(prompt).__name__}")
     if not ids: raise ValueError("prompt is empty")
@@ -236,7 +248,8 @@ class _Request:
 @patch
 def add_request(self: LLMEngine, request_id: str, prompt, params: SamplingParams | None = None,
                 stream: bool = False, arrival_time: float | None = None) -> None:
-    "Validate and queue a request; raises ValueError (nothing is queued) if it is bad or could never fit."
+    """Validate and queue a request; raises ValueError (nothing is queued) if it is bad
+    or could never fit."""
     params = params or SamplingParams()
     if not isinstance(params, SamplingParams): raise ValueError("params must be a SamplingParams")
     if request_id in self.requests: raise ValueError(f"request id {request_id!r} is already in use")
@@ -244,15 +257,18 @@ def add_request(self: LLMEngine, request_id: str, prompt, params: SamplingParams
     max_tokens = min(params.max_tokens or self.max_model_len, self.max_model_len - len(ids))
     need = self.cache.blocks_needed(len(ids) + max_tokens) * params.n
     if need > self.cache.num_blocks:
-        raise ValueError(f"request needs {need} KV cache blocks for {params.n} x {len(ids) + max_tokens} "
-                         f"tokens, but the cache has only {self.cache.num_blocks}; lower max_tokens or n, "
-                         f"or enlarge the cache (num_kv_blocks)")
+        raise ValueError(f"request needs {need} KV cache blocks for "
+                         f"{params.n} x {len(ids) + max_tokens} tokens, "
+                         f"but the cache has only {self.cache.num_blocks}; "
+                         f"lower max_tokens or n, or enlarge the cache (num_kv_blocks)")
     stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else self.eos_token_ids)
     seqs = []
     for i in range(params.n):
         detok = IncrementalDetokenizer(self.tokenizer, params) if (stream or params.stop) else None
-        seqs.append(Sequence(request_id, i, ids, params, max_tokens, stop_ids, detok, self.runner.device))
-        if arrival_time is not None: seqs[-1].arrival_time = arrival_time   # when a server received it
+        seqs.append(Sequence(request_id, i, ids, params, max_tokens, stop_ids, detok,
+                             self.runner.device))
+        # when a server received it
+        if arrival_time is not None: seqs[-1].arrival_time = arrival_time
     self.requests[request_id] = _Request(request_id, text, ids, seqs, stream)
     for seq in seqs: self.scheduler.add(seq)
 
@@ -267,7 +283,8 @@ def step(self: LLMEngine) -> list[RequestOutput]:
     if not seqs: return []
     now, touched = time.monotonic(), {}
     errors = sampled.errors or [None] * len(seqs)
-    for seq, token, lp, top, error in zip(seqs, sampled.token_ids, sampled.logprobs, sampled.top_logprobs, errors):
+    for seq, token, lp, top, error in zip(seqs, sampled.token_ids, sampled.logprobs,
+                                          sampled.top_logprobs, errors):
         req = touched[seq.request_id] = self.requests[seq.request_id]
         if seq.is_finished: continue     # a sibling's error already failed the request this step
         try:
@@ -309,7 +326,8 @@ def _stop_reason(self: LLMEngine, seq: Sequence, token: int) -> str | None:
     if seq.detokenizer:
         seq.text += seq.detokenizer.add(token)
         if seq.detokenizer.stopped: return 'stop'
-    if seq.num_output_tokens >= seq.max_tokens or seq.num_tokens >= self.max_model_len: return 'length'
+    if seq.num_output_tokens >= seq.max_tokens or seq.num_tokens >= self.max_model_len:
+        return 'length'
     return None
 
 @patch
@@ -339,13 +357,17 @@ def _fail(self: LLMEngine, req: _Request, error: Exception) -> None:
 @patch
 def _output(self: LLMEngine, req: _Request, finished: bool) -> RequestOutput:
     outs = [CompletionOutput(s.index, s.text, s.output_token_ids, s.finish_reason,
-                             None if s.logprobs is None else list(s.logprobs),   # a snapshot, not the live list
-                             None if s.logprobs is None else sum(d[t] for d, t in zip(s.logprobs, s.output_token_ids)))
+                             # a snapshot, not the live list
+                             None if s.logprobs is None else list(s.logprobs),
+                             None if s.logprobs is None
+                             else sum(d[t] for d, t in zip(s.logprobs, s.output_token_ids)))
             for s in req.seqs]
     firsts = [s.first_token_time for s in req.seqs if s.first_token_time is not None]
-    metrics = dict(arrival_time=req.seqs[0].arrival_time, first_token_time=min(firsts) if firsts else None,
+    metrics = dict(arrival_time=req.seqs[0].arrival_time,
+                   first_token_time=min(firsts) if firsts else None,
                    finished_time=time.monotonic() if finished else None)
-    return RequestOutput(req.request_id, req.prompt, req.prompt_token_ids, outs, finished, metrics, req.error)
+    return RequestOutput(req.request_id, req.prompt, req.prompt_token_ids, outs, finished,
+                         metrics, req.error)
 
 # %% ../nbs/05a_engine.ipynb #2ae37f33
 @patch
@@ -384,13 +406,15 @@ class LLM:
         self.tokenizer = self.engine.tokenizer
         self._counter = 0
 
-    def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
+    def generate(self, prompts,
+                 sampling_params: SamplingParams | list[SamplingParams] | None = None,
                  use_tqdm: bool = True) -> list[RequestOutput]:
         "Generate for all prompts with continuous batching; outputs in prompt order."
         if isinstance(prompts, (str, dict)): prompts = [prompts]
         prompts = list(prompts)
         if sampling_params is None: sampling_params = SamplingParams()
-        params = sampling_params if isinstance(sampling_params, list) else [sampling_params] * len(prompts)
+        params = (sampling_params if isinstance(sampling_params, list)
+                  else [sampling_params] * len(prompts))
         if len(params) != len(prompts):
             raise ValueError(f"got {len(params)} SamplingParams for {len(prompts)} prompts; "
                              "pass one, or one per prompt")
@@ -401,14 +425,16 @@ class LLM:
         results, produced, start = {}, 0, time.perf_counter()
         try:
             for rid, prompt, p in zip(ids, prompts, params): self.engine.add_request(rid, prompt, p)
-            with tqdm(total=len(prompts), desc='Processed prompts', disable=not use_tqdm, dynamic_ncols=True) as bar:
+            with tqdm(total=len(prompts), desc='Processed prompts', disable=not use_tqdm,
+                      dynamic_ncols=True) as bar:
                 while self.engine.has_unfinished_requests():
                     for out in self.engine.step():
                         if not out.finished: continue
                         results[out.request_id] = out
                         produced += sum(len(o.token_ids) for o in out.outputs)
                         bar.update(1)
-                        bar.set_postfix_str(f"output {produced / (time.perf_counter() - start):.0f} tok/s")
+                        rate = produced / (time.perf_counter() - start)
+                        bar.set_postfix_str(f"output {rate:.0f} tok/s")
         finally:
             for rid in ids:
                 if rid not in results: self.engine.abort_request(rid)

@@ -30,16 +30,20 @@ class BlockManager:
     def num_free_blocks(self) -> int: return len(self.free_blocks)
     def blocks_needed(self, num_tokens: int) -> int: return -(-num_tokens // self.block_size)
 
-    def can_allocate(self, seq) -> bool: return self.blocks_needed(seq.num_tokens) <= len(self.free_blocks)
+    def can_allocate(self, seq) -> bool:
+        return self.blocks_needed(seq.num_tokens) <= len(self.free_blocks)
     def allocate(self, seq) -> None:
-        "Blocks for every token the sequence holds (its prompt, or prompt and output after a preemption)."
-        seq.block_table = [self.free_blocks.popleft() for _ in range(self.blocks_needed(seq.num_tokens))]
+        """Blocks for every token the sequence holds (its prompt, or prompt and output
+        after a preemption)."""
+        n = self.blocks_needed(seq.num_tokens)
+        seq.block_table = [self.free_blocks.popleft() for _ in range(n)]
 
     def can_append(self, seq) -> bool:
         return seq.num_tokens <= len(seq.block_table) * self.block_size or bool(self.free_blocks)
     def append(self, seq) -> None:
         "Make room for the sequence's newest token: one more block when it crosses a block boundary."
-        if seq.num_tokens > len(seq.block_table) * self.block_size: seq.block_table.append(self.free_blocks.popleft())
+        if seq.num_tokens > len(seq.block_table) * self.block_size:
+            seq.block_table.append(self.free_blocks.popleft())
 
     def free(self, seq) -> None:
         self.free_blocks.extend(seq.block_table)
@@ -51,7 +55,8 @@ class BlockManager:
 
     def slot(self, seq, position: int) -> int:
         "Where the K/V of the token at `position` lives in the flattened cache."
-        return seq.block_table[position // self.block_size] * self.block_size + position % self.block_size
+        bs = self.block_size
+        return seq.block_table[position // bs] * bs + position % bs
 
 # %% ../nbs/06_paged_attention.ipynb #ea293329
 def bytes_per_block(model: CausalLM, block_size: int) -> int:
@@ -67,7 +72,8 @@ def available_cpu_memory() -> int:
     except OSError: pass
     return 8 << 30
 
-def default_num_kv_blocks(model: CausalLM, block_size: int, max_num_seqs: int, max_model_len: int) -> int:
+def default_num_kv_blocks(model: CausalLM, block_size: int, max_num_seqs: int,
+                          max_model_len: int) -> int:
     "The block count of the rule above."
     device = next(model.parameters()).device
     if device.type == 'cuda':
@@ -79,7 +85,8 @@ def default_num_kv_blocks(model: CausalLM, block_size: int, max_num_seqs: int, m
 
 # %% ../nbs/06_paged_attention.ipynb #9ac8436d
 def reference_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                               block_tables: torch.Tensor, context_lens: torch.Tensor, scale: float) -> torch.Tensor:
+                               block_tables: torch.Tensor, context_lens: torch.Tensor,
+                               scale: float) -> torch.Tensor:
     "One query per sequence over its paged context: gather blocks into a padded copy, masked SDPA."
     B, max_blocks = block_tables.shape
     _, block_size, kv_heads, head_dim = k_cache.shape
@@ -101,8 +108,10 @@ class PagedAttention:
         if num_decodes:
             tables = [s.block_table for s in seqs[:num_decodes]]
             width = max(len(t) for t in tables)
-            self.block_tables = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32, device=dev)
-            self.context_lens = torch.tensor([s.num_computed_tokens + 1 for s in seqs[:num_decodes]], dtype=torch.int32, device=dev)
+            self.block_tables = torch.tensor([t + [0] * (width - len(t)) for t in tables],
+                                             dtype=torch.int32, device=dev)
+            lens = [s.num_computed_tokens + 1 for s in seqs[:num_decodes]]
+            self.context_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
         for seq, n in zip(seqs[num_decodes:], num_new[num_decodes:]):
             start, end = seq.num_computed_tokens, seq.num_computed_tokens + n
             table = torch.tensor(seq.block_table, device=dev)
@@ -110,16 +119,20 @@ class PagedAttention:
             ctx_slots = table[pos // bs] * bs + pos % bs
             slots.append(ctx_slots[start:])
             self.prefills.append((start, n, ctx_slots))
-        self.slot_mapping = torch.cat([torch.tensor(slots[:num_decodes], dtype=torch.long, device=dev)] +
-                                      [s for s in slots[num_decodes:]]) if slots else None
+        self.slot_mapping = None
+        if slots:
+            decode_slots = torch.tensor(slots[:num_decodes], dtype=torch.long, device=dev)
+            self.slot_mapping = torch.cat([decode_slots] + [s for s in slots[num_decodes:]])
 
-    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor,
+                 v: torch.Tensor) -> torch.Tensor:
         kc, vc = self.cache.k[layer], self.cache.v[layer]
         flat_k, flat_v = kc.view(-1, *kc.shape[2:]), vc.view(-1, *vc.shape[2:])
         flat_k[self.slot_mapping] = k
         flat_v[self.slot_mapping] = v
         d, out = self.num_decodes, torch.empty_like(q)
-        if d: out[:d] = self.cache.decode_fn(q[:d], kc, vc, self.block_tables, self.context_lens, q.shape[-1] ** -0.5)
+        if d: out[:d] = self.cache.decode_fn(q[:d], kc, vc, self.block_tables, self.context_lens,
+                                             q.shape[-1] ** -0.5)
         off = d
         for start, n, ctx_slots in self.prefills:
             o = causal_attention(q[off:off + n], flat_k[ctx_slots], flat_v[ctx_slots], start)
@@ -128,11 +141,13 @@ class PagedAttention:
 
 # %% ../nbs/06_paged_attention.ipynb #3c0eeed8
 def pick_decode_attention(backend: str, param: torch.Tensor):
-    "The decode implementation for `attention_backend`: the CPU kernel (next notebook) or the reference."
+    """The decode implementation for `attention_backend`: the CPU kernel (next notebook)
+    or the reference."""
     if backend == 'torch': return reference_decode_attention
     usable = param.device.type == 'cpu' and param.dtype == torch.float32
     if backend == 'cpu-kernel' and not usable:
-        raise ValueError("invalid engine argument attention_backend='cpu-kernel': it needs float32 on the CPU")
+        raise ValueError("invalid engine argument attention_backend='cpu-kernel': "
+                         "it needs float32 on the CPU")
     if usable:
         from nanollmserve.cpu_kernel import load_paged_decode   # the second half of this chapter
         fn = load_paged_decode(required=backend == 'cpu-kernel')
@@ -142,11 +157,13 @@ def pick_decode_attention(backend: str, param: torch.Tensor):
 class PagedKVCache:
     "Blocks of K/V per layer plus their block manager."
     def __init__(self, model: CausalLM, block_size: int = 16, num_blocks: int | None = None,
-                 max_num_seqs: int = 256, max_model_len: int | None = None, attention_backend: str = 'auto',
+                 max_num_seqs: int = 256, max_model_len: int | None = None,
+                 attention_backend: str = 'auto',
                  block_manager_class: type[BlockManager] = BlockManager):
         cfg, p = model.config, next(model.parameters())
         max_model_len = max_model_len or cfg.max_model_len
-        num_blocks = num_blocks or default_num_kv_blocks(model, block_size, max_num_seqs, max_model_len)
+        num_blocks = num_blocks or default_num_kv_blocks(model, block_size, max_num_seqs,
+                                                         max_model_len)
         shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
         self.k = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in range(cfg.num_layers)]
         self.v = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in range(cfg.num_layers)]
@@ -157,7 +174,8 @@ class PagedKVCache:
     # the KVCacheManager interface, delegated to the block manager
     @property
     def num_free_blocks(self) -> int: return self.block_manager.num_free_blocks
-    def blocks_needed(self, num_tokens: int) -> int: return self.block_manager.blocks_needed(num_tokens)
+    def blocks_needed(self, num_tokens: int) -> int:
+        return self.block_manager.blocks_needed(num_tokens)
     def can_allocate(self, seq) -> bool: return self.block_manager.can_allocate(seq)
     def allocate(self, seq) -> None: self.block_manager.allocate(seq)
     def can_append(self, seq) -> bool: return self.block_manager.can_append(seq)
@@ -179,7 +197,8 @@ class PagedEngineArgs(EngineArgs):
 
     def validate(self) -> None:
         super().validate()
-        self.check(self.kv_cache in ('paged', 'contiguous'), 'kv_cache', "must be 'paged' or 'contiguous'")
+        self.check(self.kv_cache in ('paged', 'contiguous'), 'kv_cache',
+                   "must be 'paged' or 'contiguous'")
         self.check(is_pos_int(self.block_size), 'block_size', 'must be a positive integer')
         self.check(self.num_kv_blocks is None or is_pos_int(self.num_kv_blocks), 'num_kv_blocks',
                    'must be a positive integer')
@@ -189,8 +208,8 @@ class PagedEngineArgs(EngineArgs):
     def block_manager_class(self) -> type[BlockManager]: return BlockManager
     def make_kv_cache(self, model: CausalLM, max_model_len: int):
         if self.kv_cache == 'contiguous': return super().make_kv_cache(model, max_model_len)
-        return PagedKVCache(model, self.block_size, self.num_kv_blocks, self.max_num_seqs, max_model_len,
-                            self.attention_backend, self.block_manager_class())
+        return PagedKVCache(model, self.block_size, self.num_kv_blocks, self.max_num_seqs,
+                            max_model_len, self.attention_backend, self.block_manager_class())
 
 class PagedLLMEngine(LLMEngine):
     "Chapter 5's engine on the paged KV cache."
@@ -202,7 +221,8 @@ class PagedLLM(LLM):
 
 # %% ../nbs/06_paged_attention.ipynb #3c253f5d
 def kv_usage(engine) -> dict:
-    "A snapshot of the KV cache: tokens held by running sequences vs. positions their blocks (or rows) reserve."
+    """A snapshot of the KV cache: tokens held by running sequences vs. positions their blocks
+    (or rows) reserve."""
     running = engine.scheduler.running
     tokens = sum(s.num_computed_tokens for s in running)
     blocks = engine.cache.num_blocks - engine.cache.num_free_blocks
@@ -235,7 +255,8 @@ def compare_same_memory(rows: int = 8, max_model_len: int = 2048, block_size: in
         rec = StepRecorder(); engine.stat_loggers.append(rec)
         s = summarize(replay(engine, w1_workload(n, engine.model.config.vocab_size, seed)))
         out.append(dict(cache=kw['kv_cache'], kv_bytes=cache_bytes(engine.cache),
-                        mean_seqs=float(np.mean(rec.seqs_per_step)), max_seqs=max(rec.seqs_per_step),
+                        mean_seqs=float(np.mean(rec.seqs_per_step)),
+                        max_seqs=max(rec.seqs_per_step),
                         preemptions=engine.stats()['num_preemptions'], **s))
         del engine
     return out

@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from fastcore.basics import patch
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram,
+                               generate_latest)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 # %% auto #0
@@ -14,30 +15,39 @@ __all__ = ['PREFIX', 'TTFT_BUCKETS', 'ITL_BUCKETS', 'REQUEST_BUCKETS', 'EngineMe
 
 # %% ../nbs/10_metrics.ipynb #22318fa0
 PREFIX = 'nanollmserve:'
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
-ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
-REQUEST_BUCKETS = (0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 240.0, 480.0, 960.0)
+TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
+                7.5, 10.0, 20.0, 40.0, 80.0)
+ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4,
+               0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
+REQUEST_BUCKETS = (0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+                   60.0, 120.0, 240.0, 480.0, 960.0)
 
 # %% ../nbs/10_metrics.ipynb #28ad4b67
 class EngineMetrics:
     "Prometheus metrics of one `LLMEngine`, served by `render()`; one of the engine's stat loggers."
-    def __init__(self, engine, model_name: str, registry: CollectorRegistry | None = None, stats=None):
+    def __init__(self, engine, model_name: str, registry: CollectorRegistry | None = None,
+                 stats=None):
         self.engine, self.model_name = engine, model_name
         self.registry = registry if registry is not None else CollectorRegistry()
         def counter(name, doc):
-            return Counter(PREFIX + name, doc, ['model_name'], registry=self.registry).labels(model_name)
+            return Counter(PREFIX + name, doc, ['model_name'],
+                           registry=self.registry).labels(model_name)
         def histogram(name, doc, buckets):
             return Histogram(PREFIX + name, doc, ['model_name'], buckets=buckets,
                              registry=self.registry).labels(model_name)
-        self.prompt_tokens = counter('prompt_tokens', 'Prompt tokens of sequences that produced their first token.')
+        self.prompt_tokens = counter('prompt_tokens',
+                                     'Prompt tokens of sequences that produced their first token.')
         self.generation_tokens = counter('generation_tokens', 'Tokens generated.')
-        self.request_success = Counter(PREFIX + 'request_success', 'Finished sequences, by finish reason.',
+        self.request_success = Counter(PREFIX + 'request_success',
+                                       'Finished sequences, by finish reason.',
                                        ['model_name', 'finished_reason'], registry=self.registry)
-        self.ttft = histogram('time_to_first_token_seconds', 'Arrival to first token.', TTFT_BUCKETS)
-        self.itl = histogram('inter_token_latency_seconds', 'Time between consecutive tokens of a sequence.',
-                             ITL_BUCKETS)
+        self.ttft = histogram('time_to_first_token_seconds', 'Arrival to first token.',
+                              TTFT_BUCKETS)
+        self.itl = histogram('inter_token_latency_seconds',
+                             'Time between consecutive tokens of a sequence.', ITL_BUCKETS)
         self.e2e = histogram('e2e_request_latency_seconds', 'Arrival to finish.', REQUEST_BUCKETS)
-        self.queue_time = histogram('request_queue_time_seconds', 'Arrival to first scheduled.', REQUEST_BUCKETS)
+        self.queue_time = histogram('request_queue_time_seconds', 'Arrival to first scheduled.',
+                                    REQUEST_BUCKETS)
         self.first_scheduled: dict[int, float] = {}   # seq_id -> when it was first scheduled
         self.last_token: dict[int, float] = {}        # seq_id -> when its latest token came
         self.registry.register(EngineStateCollector(stats or engine.stats, model_name))
@@ -77,16 +87,19 @@ class EngineStateCollector:
     def collect(self):
         s = self.stats()
         def family(kind, name, doc, value):
-            m = kind(PREFIX + name, doc, labels=['model_name']); m.add_metric([self.model_name], value); return m
+            m = kind(PREFIX + name, doc, labels=['model_name'])
+            m.add_metric([self.model_name], value); return m
         yield family(GaugeMetricFamily, 'num_requests_running', 'Sequences running in the engine.',
                      s['num_requests_running'])
-        yield family(GaugeMetricFamily, 'num_requests_waiting', 'Sequences waiting to be scheduled.',
-                     s['num_requests_waiting'])
-        yield family(GaugeMetricFamily, 'kv_cache_usage_perc', 'Fraction of KV cache blocks in use (1 = all).',
+        yield family(GaugeMetricFamily, 'num_requests_waiting',
+                     'Sequences waiting to be scheduled.', s['num_requests_waiting'])
+        yield family(GaugeMetricFamily, 'kv_cache_usage_perc',
+                     'Fraction of KV cache blocks in use (1 = all).',
                      1 - s['kv_free_blocks'] / s['kv_total_blocks'])
-        yield family(CounterMetricFamily, 'prefix_cache_queries', 'Prompt tokens looked up in the prefix cache.',
+        yield family(CounterMetricFamily, 'prefix_cache_queries',
+                     'Prompt tokens looked up in the prefix cache.',
                      s.get('prefix_cache_queries', 0))
-        yield family(CounterMetricFamily, 'prefix_cache_hits', 'Prompt tokens found in the prefix cache.',
-                     s.get('prefix_cache_hits', 0))
-        yield family(CounterMetricFamily, 'num_preemptions', 'Sequences preempted (to be recomputed later).',
-                     s['num_preemptions'])
+        yield family(CounterMetricFamily, 'prefix_cache_hits',
+                     'Prompt tokens found in the prefix cache.', s.get('prefix_cache_hits', 0))
+        yield family(CounterMetricFamily, 'num_preemptions',
+                     'Sequences preempted (to be recomputed later).', s['num_preemptions'])

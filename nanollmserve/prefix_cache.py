@@ -30,12 +30,14 @@ class PrefixCachingBlockManager(BlockManager):
     "A block manager whose full blocks are hashed, shared by reference count and evicted LRU."
     def __init__(self, num_blocks: int, block_size: int):
         super().__init__(num_blocks, block_size)
-        self.free_blocks = OrderedDict((b, None) for b in range(num_blocks))   # front: evicted first
+        # front: evicted first
+        self.free_blocks = OrderedDict((b, None) for b in range(num_blocks))
         self.ref_counts = [0] * num_blocks
         self.hashes: list[int | None] = [None] * num_blocks     # hash of a cached block
         self.tokens: list[tuple | None] = [None] * num_blocks   # its tokens, to verify hits
         self.cached: dict[int, int] = {}                        # hash -> block
-        self.seq_hashes: dict[int, list[int]] = {}              # seq_id -> hashes of its full blocks
+        # seq_id -> hashes of its full blocks
+        self.seq_hashes: dict[int, list[int]] = {}
         self.num_queries = self.num_hits = 0                    # prompt tokens looked up / found
 
     def _take(self) -> int:
@@ -48,7 +50,8 @@ class PrefixCachingBlockManager(BlockManager):
         return b
 
     def cached_prefix(self, seq) -> list[tuple[int, int]]:
-        "(block, hash) of the sequence's longest cached prefix of full blocks, leaving its last token to compute."
+        """(block, hash) of the sequence's longest cached prefix of full blocks, leaving its last
+        token to compute."""
         bs, parent, hits = self.block_size, None, []
         for i in range((seq.num_tokens - 1) // bs):
             toks = tuple(seq.token_ids[i * bs:(i + 1) * bs])
@@ -62,12 +65,14 @@ class PrefixCachingBlockManager(BlockManager):
 @patch
 def can_allocate(self: PrefixCachingBlockManager, seq) -> bool:
     hits = self.cached_prefix(seq)
-    revived = sum(self.ref_counts[b] == 0 for b, _ in hits)   # cached but free: they leave the free list
+    # cached but free: they leave the free list
+    revived = sum(self.ref_counts[b] == 0 for b, _ in hits)
     return self.blocks_needed(seq.num_tokens) - len(hits) + revived <= len(self.free_blocks)
 
 @patch
 def allocate(self: PrefixCachingBlockManager, seq) -> None:
-    "Share the cached prefix, take fresh blocks for the rest; the sequence starts with the prefix computed."
+    """Share the cached prefix, take fresh blocks for the rest; the sequence starts with the prefix
+    computed."""
     hits = self.cached_prefix(seq)
     for b, _ in hits:
         if self.ref_counts[b] == 0: del self.free_blocks[b]
@@ -90,7 +95,8 @@ def scheduled(self: PrefixCachingBlockManager, seq, num_new: int) -> None:
         h = block_hash(hashes[-1] if hashes else None, toks)
         hashes.append(h)
         b = seq.block_table[i]
-        if h not in self.cached and self.hashes[b] is None:   # the first copy of a block is the one kept
+        # the first copy of a block is the one kept
+        if h not in self.cached and self.hashes[b] is None:
             self.cached[h], self.hashes[b], self.tokens[b] = b, h, toks
 
 @patch
@@ -99,7 +105,8 @@ def append(self: PrefixCachingBlockManager, seq) -> None:
 
 @patch
 def free(self: PrefixCachingBlockManager, seq) -> None:
-    "Drop the sequence's references; blocks nobody holds go to the back of the free list, contents kept."
+    """Drop the sequence's references; blocks nobody holds go to the back of the free list,
+    contents kept."""
     for b in reversed(seq.block_table):       # its tail is evicted before its prefix
         self.ref_counts[b] -= 1
         if self.ref_counts[b] == 0: self.free_blocks[b] = None
@@ -118,17 +125,21 @@ def stats(self: PrefixCachingBlockManager) -> dict:
 @dataclass
 class PrefixCachingEngineArgs(PagedEngineArgs):
     "The paged engine's arguments, plus prefix caching."
-    enable_prefix_caching: bool | None = None   # share full blocks between sequences; default: on when paged
+    # share full blocks between sequences; default: on when paged
+    enable_prefix_caching: bool | None = None
 
     def validate(self) -> None:
         super().validate()
         if self.enable_prefix_caching is None: self.enable_prefix_caching = self.kv_cache == 'paged'
-        self.check(isinstance(self.enable_prefix_caching, bool), 'enable_prefix_caching', 'must be True or False')
-        self.check(not (self.enable_prefix_caching and self.kv_cache == 'contiguous'), 'enable_prefix_caching',
+        self.check(isinstance(self.enable_prefix_caching, bool), 'enable_prefix_caching',
+                   'must be True or False')
+        self.check(not (self.enable_prefix_caching and self.kv_cache == 'contiguous'),
+                   'enable_prefix_caching',
                    "needs kv_cache='paged' (contiguous rows cannot be shared)")
 
     def block_manager_class(self) -> type[BlockManager]:
-        return PrefixCachingBlockManager if self.enable_prefix_caching else super().block_manager_class()
+        if self.enable_prefix_caching: return PrefixCachingBlockManager
+        return super().block_manager_class()
 
 class PrefixCachingLLMEngine(LLMEngine):
     "The paged engine with prefix caching."
@@ -156,14 +167,18 @@ def shared_prefix_workload(n: int, prefix_len: int, vocab: int, output_len: int,
     rng = random.Random(seed)
     prefix = [rng.randrange(vocab) for _ in range(prefix_len)]
     return [dict(kind='shared', arrival=0.0, max_tokens=output_len,
-                 prompt=prefix + [rng.randrange(vocab) for _ in range(rng.randint(lo, hi))]) for _ in range(n)]
+                 prompt=prefix + [rng.randrange(vocab) for _ in range(rng.randint(lo, hi))])
+            for _ in range(n)]
 
-def compare_prefix_caching(model=None, num_requests: int = 64, prefix_len: int = 512, output_len: int = 64,
-                           w1_requests: int = 64, w1_repeats: int = 3, seed: int = 0, **engine_args) -> dict:
-    "The shared-prefix burst and W1, prefix caching off then on; {'off'|'on': {'shared': ..., 'w1': [...]}}."
+def compare_prefix_caching(model=None, num_requests: int = 64, prefix_len: int = 512,
+                           output_len: int = 64, w1_requests: int = 64, w1_repeats: int = 3,
+                           seed: int = 0, **engine_args) -> dict:
+    """The shared-prefix burst and W1, prefix caching off then on;
+    {'off'|'on': {'shared': ..., 'w1': [...]}}."""
     results = {}
     for on in (False, True):
-        engine = fresh_engine(PrefixCachingLLMEngine, model, enable_prefix_caching=on, **engine_args)
+        engine = fresh_engine(PrefixCachingLLMEngine, model, enable_prefix_caching=on,
+                              **engine_args)
         vocab, before = engine.model.config.vocab_size, engine.stats().get('prefix_cache_hits', 0)
         work = shared_prefix_workload(num_requests, prefix_len, vocab, output_len, seed)
         s = summarize(replay(engine, work))
@@ -171,7 +186,8 @@ def compare_prefix_caching(model=None, num_requests: int = 64, prefix_len: int =
         hits = engine.stats().get('prefix_cache_hits', 0) - before
         s.update(prompt_tokens=prompt_tokens, prompt_tokens_computed=prompt_tokens - hits,
                  hit_rate=hits / prompt_tokens)
-        w1 = [summarize(replay(engine, w1_workload(w1_requests, vocab, seed + 1 + k))) for k in range(w1_repeats)]
+        w1 = [summarize(replay(engine, w1_workload(w1_requests, vocab, seed + 1 + k)))
+              for k in range(w1_repeats)]
         results['on' if on else 'off'] = dict(shared=s, w1=w1)
         del engine
     return results

@@ -30,7 +30,8 @@ def replay(engine, workload: list[dict]) -> list[dict]:
         while nxt < len(order) and workload[order[nxt]]['arrival'] <= now:
             w = workload[order[nxt]]
             params = SamplingParams(temperature=0, max_tokens=w['max_tokens'], ignore_eos=True)
-            engine.add_request(str(order[nxt]), {'prompt_token_ids': w['prompt']}, params, stream=True)
+            engine.add_request(str(order[nxt]), {'prompt_token_ids': w['prompt']}, params,
+                               stream=True)
             nxt += 1
         if not engine.has_unfinished_requests():
             time.sleep(max(0.0, workload[order[nxt]]['arrival'] - now)); continue
@@ -57,14 +58,16 @@ def summarize(results: list[dict], kind: str | None = None) -> dict:
     out = sum(len(r['token_times']) for r in rs)
     return dict(requests=len(rs), ttft_mean=float(np.mean(ttft)), ttft_p50=pct(ttft, 50),
                 ttft_p99=pct(ttft, 99), itl_mean=float(np.mean(itl)) if itl else float('nan'),
-                itl_p50=pct(itl, 50), itl_p99=pct(itl, 99), itl_max=max(itl) if itl else float('nan'),
+                itl_p50=pct(itl, 50), itl_p99=pct(itl, 99),
+                itl_max=max(itl) if itl else float('nan'),
                 e2e_p50=pct(e2e, 50), output_tokens=out, output_throughput=out / span)
 
 # %% ../nbs/05b_replay.ipynb #3aa23ac0
 def w1_workload(n: int, vocab: int, seed: int = 0, lo: int = 100, hi: int = 512) -> list[dict]:
     "W1 as an offline burst: n requests at time 0, prompt and output lengths uniform in [lo, hi]."
     rng = random.Random(seed)
-    return [dict(kind='w1', arrival=0.0, prompt=[rng.randrange(vocab) for _ in range(rng.randint(lo, hi))],
+    return [dict(kind='w1', arrival=0.0,
+                 prompt=[rng.randrange(vocab) for _ in range(rng.randint(lo, hi))],
                  max_tokens=rng.randint(lo, hi)) for _ in range(n)]
 
 def fresh_engine(engine_class, model=None, **engine_args):
@@ -84,7 +87,8 @@ def static_replay(gen: TextGenerator, workload: list[dict], batch_size: int) -> 
     for i in range(0, len(workload), batch_size):
         batch = workload[i:i + batch_size]
         t0 = time.perf_counter() - start
-        params = [SamplingParams(temperature=0, max_tokens=w['max_tokens'], ignore_eos=True) for w in batch]
+        params = [SamplingParams(temperature=0, max_tokens=w['max_tokens'], ignore_eos=True)
+                  for w in batch]
         done = batcher.generate([w['prompt'] for w in batch], params)
         for w, c in zip(batch, done):
             ticks = [t0 + c.ttft + k * c.tpot for k in range(len(c.token_ids))]
@@ -95,7 +99,8 @@ def static_replay(gen: TextGenerator, workload: list[dict], batch_size: int) -> 
 # %% ../nbs/05b_replay.ipynb #d2b7c4fb
 def compare_static_continuous(n: int = 64, batch_size: int = 16, repeats: int = 2, seed: int = 0,
                               max_model_len: int = 1024) -> list[dict]:
-    "One W1 burst through static batches and chapter 5's engine at two sequence caps; `repeats` runs each."
+    """One W1 burst through static batches and chapter 5's engine at two sequence caps;
+    `repeats` runs each."""
     gen = TextGenerator.from_pretrained(None)
     work = w1_workload(n, gen.model.config.vocab_size, seed)
     static_replay(gen, work[:2], 2)                                         # warm-up

@@ -30,15 +30,16 @@ _seq_ids = itertools.count()
 
 class Sequence:
     "One sequence of a request: its tokens, what the cache holds of it, and its sampling state."
-    def __init__(self, request_id: str, index: int, prompt_token_ids: list[int], params: SamplingParams,
-                 max_tokens: int, stop_token_ids: set[int],
+    def __init__(self, request_id: str, index: int, prompt_token_ids: list[int],
+                 params: SamplingParams, max_tokens: int, stop_token_ids: set[int],
                  detokenizer: IncrementalDetokenizer | None = None, device='cpu'):
         self.seq_id, self.request_id, self.index = next(_seq_ids), request_id, index
         self.token_ids = list(prompt_token_ids)
         self.num_prompt_tokens = len(prompt_token_ids)
         self.num_computed_tokens = 0          # tokens whose K/V are in the cache
         self.params, self.stop_token_ids, self.detokenizer = params, stop_token_ids, detokenizer
-        self.max_tokens = max_tokens          # output budget: params.max_tokens, capped by the context
+        # output budget: params.max_tokens, capped by the context
+        self.max_tokens = max_tokens
         seed = None if params.seed is None else params.seed + index  # n > 1: a different draw each
         self.generator = make_generator(seed, device)
         self.status, self.finish_reason = SequenceStatus.WAITING, None
@@ -60,7 +61,8 @@ class Sequence:
     @property
     def is_finished(self) -> bool: return self.status is SequenceStatus.FINISHED
     def __repr__(self):
-        return f"Sequence({self.seq_id}, {self.status.value}, tokens={self.num_tokens}, computed={self.num_computed_tokens})"
+        return (f"Sequence({self.seq_id}, {self.status.value}, tokens={self.num_tokens}, "
+                f"computed={self.num_computed_tokens})")
 
 # %% ../nbs/05_scheduler.ipynb #58c2173d
 class KVCacheManager(Protocol):
@@ -120,8 +122,8 @@ class Scheduler:
 def _schedule_decodes(self: Scheduler, out: SchedulerOutput) -> None:
     "One token for every running sequence that is decoding, preempting the newest when out of room."
     for seq in list(self.running):
-        if seq.status is not SequenceStatus.RUNNING or seq.num_tokens - seq.num_computed_tokens != 1:
-            continue
+        decoding = seq.num_tokens - seq.num_computed_tokens == 1
+        if seq.status is not SequenceStatus.RUNNING or not decoding: continue
         while not self.cache.can_append(seq):
             victim = self.running[-1]
             self._preempt(victim); out.preempted.append(victim)
