@@ -107,7 +107,7 @@ def _loop(self: AsyncLLMEngine) -> None:
 def _drain_inbox(self: AsyncLLMEngine) -> None:
     while True:
         try: kind, rid, payload = self._inbox.get_nowait()
-        except queue.Empty: return
+        except queue.Empty: break
         if kind == 'add':
             prompt, params, admitted, arrival = payload
             with self._lock: self._pending -= 1
@@ -146,7 +146,7 @@ def num_waiting(self: AsyncLLMEngine) -> int:
 
 # %% ../nbs/09_async_engine.ipynb #f8de929d
 @patch
-async def add_request(self: AsyncLLMEngine, prompt, params: SamplingParams, 
+async def add_request(self: AsyncLLMEngine, prompt, params: SamplingParams,
                       request_id: str | None = None) -> RequestStream:
     """Submit a request and wait for the engine to take it; raises ValueError (nothing queued)
     if refused."""
