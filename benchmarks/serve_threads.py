@@ -15,7 +15,7 @@ import sys
 from nanollmserve.bench import (ServerProcess, free_port, random_dataset, run_benchmark, run_sync, served_model,
                                 summarize, token_pool)
 from nanollmserve.loader import load_tokenizer
-from nanollmserve.testing import default_model_path
+from nanollmserve.default_model import default_model_path
 
 
 def main():

@@ -5,17 +5,21 @@
 # %% ../nbs/04_batching.ipynb #c3a3917f
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 
 import torch
+from fastcore.basics import patch
 
-from .generate import Completion, IncrementalDetokenizer, KVCache, TextGenerator
+from .generate import (Completion, IncrementalDetokenizer, KVCache, TextGenerator,
+                                   accept_token)
 from .model import sdpa
 from .sampling import SamplingParams, make_generator
 
 # %% auto #0
-__all__ = ['PaddedAttention', 'BatchStats', 'StaticBatcher', 'random_workload', 'run_static']
+__all__ = ['PaddedAttention', 'BatchStats', 'StaticBatcher', 'left_pad', 'time_decode_step', 'random_workload',
+           'run_one_at_a_time', 'run_static']
 
 # %% ../nbs/04_batching.ipynb #fb509b9c
 class PaddedAttention:
@@ -23,7 +27,8 @@ class PaddedAttention:
     def __init__(self, cache: KVCache, start: int, real: torch.Tensor):
         self.cache, self.start, self.real = cache, start, real   # real: [batch, max_len] bool
 
-    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor,
+                 v: torch.Tensor) -> torch.Tensor:
         end = self.start + q.shape[1]
         self.cache.k[layer][:, self.start:end] = k
         self.cache.v[layer][:, self.start:end] = v
@@ -31,7 +36,8 @@ class PaddedAttention:
         qcols = torch.arange(self.start, end, device=q.device)
         mask = self.real[:, None, :end] & (cols[None, None, :] <= qcols[None, :, None])
         mask |= cols[None, None, :] == qcols[None, :, None]           # pads attend to themselves
-        return sdpa(q, self.cache.k[layer][:, :end], self.cache.v[layer][:, :end], mask=mask[:, None])
+        keys, values = self.cache.k[layer][:, :end], self.cache.v[layer][:, :end]
+        return sdpa(q, keys, values, mask=mask[:, None])
 
 # %% ../nbs/04_batching.ipynb #f771cf50
 @dataclass
@@ -43,75 +49,125 @@ class BatchStats:
     wasted_decode: int = 0      # decode slots of rows that had already finished
 
 class StaticBatcher:
-    "Generate for a list of prompts as one left-padded batch that runs until its slowest row is done."
+    "Generate for a list of prompts as one left-padded batch that runs until its slowest row ends."
     def __init__(self, gen: TextGenerator):
         self.gen = gen
         self.stats = BatchStats()
 
-    @torch.inference_mode()
-    def generate(self, prompts: list, params: SamplingParams | list[SamplingParams] | None = None) -> list[Completion]:
-        gen, model, dev = self.gen, self.gen.model, self.gen.device
+    def _rows(self, prompts: list, params) -> tuple[list, list[SamplingParams], list[int]]:
+        "Each row's prompt ids, sampling parameters and token budget."
+        gen = self.gen
         params = params if isinstance(params, list) else [params or SamplingParams()] * len(prompts)
         ids = [gen.encode(p) for p in prompts]
-        B, width = len(ids), max(len(x) for x in ids)
-        budgets = [min(p.max_tokens or gen.max_model_len, gen.max_model_len - len(x)) for p, x in zip(params, ids)]
-        if min(budgets) < 1: raise ValueError(f"a prompt leaves no room in the model's context of {gen.max_model_len} tokens")
-        total = width + max(budgets)
-        cache = KVCache(model, total, batch=B)
-        real = torch.zeros(B, total, dtype=torch.bool, device=dev)
-        tokens = torch.full((B, width), 0, dtype=torch.long, device=dev)
-        positions = torch.zeros(B, width, dtype=torch.long, device=dev)
-        for i, x in enumerate(ids):
-            tokens[i, width - len(x):] = torch.tensor(x, device=dev)
-            positions[i, width - len(x):] = torch.arange(len(x), device=dev)
-            real[i, width - len(x):width] = True
-        lengths = torch.tensor([len(x) for x in ids], device=dev)
-        self.stats.prompt_tokens += sum(len(x) for x in ids); self.stats.pad_tokens += B * width - sum(len(x) for x in ids)
-        generators = [make_generator(p.seed, dev) for p in params]
-        detoks = [IncrementalDetokenizer(gen.tokenizer, p) for p in params]
-        stop_ids = [set(p.stop_token_ids) | (set() if p.ignore_eos else gen.eos_token_ids) for p in params]
-        outputs, texts, finish = [[] for _ in ids], [''] * B, [None] * B
-        start, first_token_time, col = time.perf_counter(), None, 0
-        while True:
-            hidden = model(tokens, positions, PaddedAttention(cache, col, real))
-            logits = model.compute_logits(hidden[:, -1])
-            sampled = gen.sampler(logits, params, generators, ids, outputs).token_ids
-            first_token_time = first_token_time or time.perf_counter()
-            col += tokens.shape[1]
-            for i, t in enumerate(sampled):
-                if finish[i]: self.stats.wasted_decode += 1; continue
-                outputs[i].append(t)
-                if col > width: self.stats.useful_decode += 1
-                if t in stop_ids[i]: finish[i] = 'stop'
-                else:
-                    texts[i] += detoks[i].add(t)
-                    if detoks[i].stopped: finish[i] = 'stop'
-                if not finish[i] and len(outputs[i]) >= budgets[i]: finish[i] = 'length'
-                if finish[i]: texts[i] += detoks[i].finish()
-            if all(finish): break
-            tokens = torch.tensor(sampled, device=dev)[:, None]
-            positions = (lengths + torch.tensor([len(o) for o in outputs], device=dev) - 1)[:, None]
-            real[:, col] = True
-        end = time.perf_counter()
-        steps = max(len(o) for o in outputs)
-        tpot = (end - first_token_time) / (steps - 1) if steps > 1 else 0.0
-        return [Completion(texts[i], outputs[i], finish[i], ids[i], first_token_time - start, tpot) for i in range(B)]
+        budgets = [min(p.max_tokens or gen.max_model_len, gen.max_model_len - len(x))
+                   for p, x in zip(params, ids)]
+        if min(budgets) < 1:
+            raise ValueError(f"a prompt leaves no room in the model's context of "
+                             f"{gen.max_model_len} tokens")
+        return ids, params, budgets
+
+# %% ../nbs/04_batching.ipynb #52f3fe2c
+def left_pad(ids: list[list[int]], total: int, device=None):
+    "Tokens and positions `[B, width]` padded on the left; `real[B, total]` marks real tokens."
+    B, width = len(ids), max(len(x) for x in ids)
+    tokens = torch.zeros(B, width, dtype=torch.long, device=device)
+    positions = torch.zeros(B, width, dtype=torch.long, device=device)
+    real = torch.zeros(B, total, dtype=torch.bool, device=device)
+    for i, x in enumerate(ids):
+        tokens[i, width - len(x):] = torch.tensor(x, device=device)
+        positions[i, width - len(x):] = torch.arange(len(x), device=device)
+        real[i, width - len(x):width] = True
+    return tokens, positions, real
+
+# %% ../nbs/04_batching.ipynb #7d491c65
+@patch
+@torch.inference_mode()
+def generate(self: StaticBatcher, prompts: list,
+             params: SamplingParams | list[SamplingParams] | None = None) -> list[Completion]:
+    "One `Completion` per prompt, from one left-padded batch run until its slowest row is done."
+    gen, model, dev = self.gen, self.gen.model, self.gen.device
+    ids, params, budgets = self._rows(prompts, params)
+    B, width = len(ids), max(len(x) for x in ids)
+    cache = KVCache(model, width + max(budgets), batch=B)
+    tokens, positions, real = left_pad(ids, cache.max_len, dev)
+    lengths = torch.tensor([len(x) for x in ids], device=dev)
+    n_real = sum(len(x) for x in ids)
+    self.stats.prompt_tokens += n_real; self.stats.pad_tokens += B * width - n_real
+    generators = [make_generator(p.seed, dev) for p in params]
+    detoks = [IncrementalDetokenizer(gen.tokenizer, p) for p in params]
+    stop_ids = [set(p.stop_token_ids) | (set() if p.ignore_eos else gen.eos_token_ids)
+                for p in params]
+    outputs, texts, finish = [[] for _ in ids], [''] * B, [None] * B
+    start, first_token_time, col = time.perf_counter(), None, 0
+    while True:
+        hidden = model(tokens, positions, PaddedAttention(cache, col, real))
+        logits = model.compute_logits(hidden[:, -1])
+        sampled = gen.sampler(logits, params, generators, ids, outputs).token_ids
+        first_token_time = first_token_time or time.perf_counter()
+        col += tokens.shape[1]
+        for i, t in enumerate(sampled):
+            if finish[i]: self.stats.wasted_decode += 1; continue
+            if col > width: self.stats.useful_decode += 1
+            text, finish[i] = accept_token(t, outputs[i], detoks[i], stop_ids[i], budgets[i])
+            texts[i] += text
+        if all(finish): break
+        tokens = torch.tensor(sampled, device=dev)[:, None]
+        positions = (lengths + torch.tensor([len(o) for o in outputs], device=dev) - 1)[:, None]
+        real[:, col] = True
+    steps = max(len(o) for o in outputs)
+    tpot = (time.perf_counter() - first_token_time) / (steps - 1) if steps > 1 else 0.0
+    return [Completion(texts[i], outputs[i], finish[i], ids[i], first_token_time - start, tpot)
+            for i in range(B)]
+
+# %% ../nbs/04_batching.ipynb #141c0193
+def time_decode_step(gen: TextGenerator, batch_sizes=(1, 2, 4, 8, 16), context_len: int = 256,
+                     repeats: int = 15, seed: int = 0) -> list[dict]:
+    "Seconds per decode step for `B` rows of `context_len` cached tokens: median, min, max, runs."
+    model, dev, vocab = gen.model, gen.device, gen.model.config.vocab_size
+    g, n, steps = torch.Generator().manual_seed(seed), context_len, {}
+    with torch.inference_mode():
+        for B in batch_sizes:                   # fill a cache per batch size
+            ids = torch.randint(0, vocab, (B, n + 1), generator=g).to(dev)
+            pos = torch.arange(n + 1, device=dev).expand(B, -1)
+            cache = KVCache(model, n + 1, batch=B)
+            real = torch.ones(B, n + 1, dtype=torch.bool, device=dev)
+            model(ids[:, :n], pos[:, :n], PaddedAttention(cache, 0, real))
+            greedy = [SamplingParams(temperature=0)] * B
+            steps[B] = ids[:, n:], pos[:, n:], PaddedAttention(cache, n, real), greedy
+        runs = {B: [] for B in batch_sizes}
+        for i in range(repeats + 1):            # round 0 warms up
+            for B in batch_sizes:
+                tokens, positions, attn, params = steps[B]
+                start = time.perf_counter()
+                gen.sampler(model.compute_logits(model(tokens, positions, attn)[:, -1]), params)
+                if i: runs[B].append(time.perf_counter() - start)
+    return [dict(batch_size=B, context_len=n, median_s=statistics.median(r), min_s=min(r),
+                 max_s=max(r), runs=r) for B, r in runs.items()]
 
 # %% ../nbs/04_batching.ipynb #3af4fb63
-def random_workload(n: int, vocab: int, prompt_range=(100, 512), output_range=(100, 512), seed: int = 0):
-    "`n` random-token prompts and per-request greedy params with uniform prompt/output lengths (ignore_eos)."
+def random_workload(n: int, vocab: int, prompt_range=(100, 512), output_range=(100, 512),
+                    seed: int = 0):
+    "`n` random-token prompts and greedy params (ignore_eos), lengths uniform in the ranges."
     g = torch.Generator().manual_seed(seed)
     lens = torch.randint(prompt_range[0], prompt_range[1] + 1, (n,), generator=g).tolist()
     outs = torch.randint(output_range[0], output_range[1] + 1, (n,), generator=g).tolist()
     prompts = [torch.randint(0, vocab, (m,), generator=g).tolist() for m in lens]
     return prompts, [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in outs]
 
-def run_static(gen: TextGenerator, prompts: list, params: list[SamplingParams], batch_size: int) -> dict:
+def run_one_at_a_time(gen: TextGenerator, prompts: list, params: list[SamplingParams]) -> dict:
+    "Run the workload through chapter 3's loop, one request after the other; return throughput."
+    start = time.perf_counter()
+    produced = sum(len(gen.generate(p, sp).token_ids) for p, sp in zip(prompts, params))
+    elapsed = time.perf_counter() - start
+    return dict(batch_size=1, output_tok_per_s=produced / elapsed, seconds=elapsed)
+
+def run_static(gen: TextGenerator, prompts: list, params: list[SamplingParams],
+               batch_size: int) -> dict:
     "Run the workload in static batches of `batch_size`; return throughput and waste."
-    batcher, start = StaticBatcher(gen), time.perf_counter()
-    produced = 0
+    batcher, start, produced = StaticBatcher(gen), time.perf_counter(), 0
     for i in range(0, len(prompts), batch_size):
-        produced += sum(len(c.token_ids) for c in batcher.generate(prompts[i:i + batch_size], params[i:i + batch_size]))
+        batch = batcher.generate(prompts[i:i + batch_size], params[i:i + batch_size])
+        produced += sum(len(c.token_ids) for c in batch)
     s, elapsed = batcher.stats, time.perf_counter() - start
     return dict(batch_size=batch_size, output_tok_per_s=produced / elapsed, seconds=elapsed,
                 pad_fraction=s.pad_tokens / (s.pad_tokens + s.prompt_tokens),

@@ -143,7 +143,7 @@ def run_serve(args) -> None:
     import uvicorn
     from nanollmserve.async_engine import AsyncLLMEngine
     from nanollmserve.server import build_app
-    from nanollmserve.testing import DEFAULT_MODEL_NAME
+    from nanollmserve.default_model import DEFAULT_MODEL_NAME
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError("--max-waiting must be >= 0")
     if args.cpu_threads is not None and args.cpu_threads < 1:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 import torch
+from fastcore.basics import patch
 
 from .loader import load_model, load_tokenizer
 from .model import CausalAttention, CausalLM, causal_attention
@@ -19,11 +20,11 @@ from .sampling import Sampler, SamplingParams, make_generator
 
 # %% auto #0
 __all__ = ['KVCache', 'CachedAttention', 'IncrementalDetokenizer', 'load_eos_token_ids', 'StreamOutput', 'Completion',
-           'TextGenerator', 'time_generation']
+           'TextGenerator', 'accept_token', 'time_generation']
 
 # %% ../nbs/03_generate.ipynb #798db912
 class KVCache:
-    "Contiguous K and V buffers per layer, `[batch, max_len, kv_heads, head_dim]`, reserved up front."
+    "K and V buffers per layer, `[batch, max_len, kv_heads, head_dim]`, reserved up front."
     def __init__(self, model: CausalLM, max_len: int, batch: int = 1):
         cfg, p = model.config, next(model.parameters())
         shape = (batch, max_len, cfg.num_kv_heads, cfg.head_dim)
@@ -36,13 +37,15 @@ class KVCache:
         return CachedAttention(self, start)
 
 class CachedAttention:
-    "Store the new K/V in the cache at `start…`, then attend over the cache up to the last new token."
+    "Store the new K/V in the cache at `start…`, then attend over the cache up to the newest token."
     def __init__(self, cache: KVCache, start: int):
         self.cache, self.start = cache, start
 
-    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor,
+                 v: torch.Tensor) -> torch.Tensor:
         end = self.start + q.shape[-3]
-        if end > self.cache.max_len: raise ValueError(f"KV cache holds {self.cache.max_len} positions, asked for {end}")
+        if end > self.cache.max_len:
+            raise ValueError(f"KV cache holds {self.cache.max_len} positions, asked for {end}")
         batched = q.dim() == 4
         if not batched: q, k, v = q[None], k[None], v[None]
         self.cache.k[layer][:, self.start:end] = k
@@ -63,23 +66,8 @@ class IncrementalDetokenizer:
         self.hold = max((len(s) for s in params.stop), default=1) - 1
         self.stopped = False      # a stop string was found
 
-    def _decode(self, ids): return self.tokenizer.decode(ids, skip_special_tokens=self.params.skip_special_tokens)
-
-    def add(self, token_id: int) -> str:
-        "Add one generated token; return the text that is now safe to emit."
-        self.ids.append(token_id)
-        before, after = self._decode(self.ids[self.prefix:self.read]), self._decode(self.ids[self.prefix:])
-        if len(after) > len(before) and not after.endswith('\ufffd'):
-            self._extend(after[len(before):])
-            self.prefix, self.read = self.read, len(self.ids)
-        return self._take(final=self.stopped)
-
-    def finish(self) -> str:
-        "The generation is over: release whatever is held back (incomplete characters included)."
-        if not self.stopped:
-            before, after = self._decode(self.ids[self.prefix:self.read]), self._decode(self.ids[self.prefix:])
-            self._extend(after[len(before):])
-        return self._take(final=True)
+    def _decode(self, ids):
+        return self.tokenizer.decode(ids, skip_special_tokens=self.params.skip_special_tokens)
 
     def _extend(self, delta: str):
         start = max(0, len(self.text) - self.hold)  # a stop string may begin in old text
@@ -87,7 +75,8 @@ class IncrementalDetokenizer:
         for stop in self.params.stop:
             i = self.text.find(stop, start)
             if i != -1:
-                self.text = self.text[:i + len(stop) if self.params.include_stop_str_in_output else i]
+                keep = i + len(stop) if self.params.include_stop_str_in_output else i
+                self.text = self.text[:keep]
                 self.stopped = True
                 break
 
@@ -95,6 +84,27 @@ class IncrementalDetokenizer:
         end = len(self.text) if final else max(self.emitted, len(self.text) - self.hold)
         out, self.emitted = self.text[self.emitted:end], end
         return out
+
+# %% ../nbs/03_generate.ipynb #430b5aed
+@patch
+def add(self: IncrementalDetokenizer, token_id: int) -> str:
+    "Add one generated token; return the text that is now safe to emit."
+    self.ids.append(token_id)
+    before = self._decode(self.ids[self.prefix:self.read])
+    after = self._decode(self.ids[self.prefix:])
+    if len(after) > len(before) and not after.endswith('\ufffd'):
+        self._extend(after[len(before):])
+        self.prefix, self.read = self.read, len(self.ids)
+    return self._take(final=self.stopped)
+
+@patch
+def finish(self: IncrementalDetokenizer) -> str:
+    "The generation is over: release whatever is held back (incomplete characters included)."
+    if not self.stopped:
+        before = self._decode(self.ids[self.prefix:self.read])
+        after = self._decode(self.ids[self.prefix:])
+        self._extend(after[len(before):])
+    return self._take(final=True)
 
 # %% ../nbs/03_generate.ipynb #1b0963b1
 def load_eos_token_ids(path: Path, tokenizer) -> list[int]:
@@ -109,7 +119,7 @@ def load_eos_token_ids(path: Path, tokenizer) -> list[int]:
 class StreamOutput:
     "One generated token and the text it released."
     token_id: int
-    text: str                          # newly safe text (may be '' while a character or stop string is pending)
+    text: str                          # newly safe text ('' while a character or stop is pending)
     finish_reason: str | None = None   # 'stop' or 'length' on the last token
     logprob: float | None = None
     top_logprobs: list | None = None
@@ -135,7 +145,8 @@ class TextGenerator:
         self.sampler = Sampler()
 
     @classmethod
-    def from_pretrained(cls, model: str | Path | None = None, dtype: str = 'auto', device: str = 'cpu') -> TextGenerator:
+    def from_pretrained(cls, model: str | Path | None = None, dtype: str = 'auto',
+                        device: str = 'cpu') -> TextGenerator:
         "Load a checkpoint (a path, a Hub id, or None for the embedded default)."
         net, path = load_model(model, dtype=dtype, device=device)
         tokenizer = load_tokenizer(path)
@@ -145,82 +156,108 @@ class TextGenerator:
         "Token ids for a prompt: a string (through the chat template if `chat`) or ids as they are."
         if isinstance(prompt, str):
             if not prompt: raise ValueError("prompt is empty")
-            if chat:
-                text = self.tokenizer.apply_chat_template([{'role': 'user', 'content': prompt}], tokenize=False,
-                                                          add_generation_prompt=True)
-                return self.tokenizer.encode(text, add_special_tokens=False)
-            return self.tokenizer.encode(prompt)
+            if not chat: return self.tokenizer.encode(prompt)
+            text = self.tokenizer.apply_chat_template([{'role': 'user', 'content': prompt}],
+                                                      tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.encode(text, add_special_tokens=False)
         ids = list(prompt)
         if not ids: raise ValueError("prompt is empty")
         vocab = self.model.config.vocab_size
-        if not all(isinstance(t, int) and 0 <= t < vocab for t in ids): raise ValueError(f"prompt token ids must be in [0, {vocab})")
+        if not all(isinstance(t, int) and 0 <= t < vocab for t in ids):
+            raise ValueError(f"prompt token ids must be in [0, {vocab})")
         return ids
 
-    @torch.inference_mode()
-    def stream(self, prompt: str | list[int], params: SamplingParams | None = None, use_cache: bool = True,
-               chat: bool = False) -> Iterator[StreamOutput]:
-        "Yield one `StreamOutput` per generated token; the last one carries the finish reason."
-        params = params or SamplingParams()
-        if params.n != 1: raise ValueError("n > 1 needs the engine of chapter 5; TextGenerator makes one completion")
-        prompt_ids = self.encode(prompt, chat)
-        if len(prompt_ids) >= self.max_model_len:
-            window = ' (capped at its sliding window)' if self.max_model_len == self.model.config.sliding_window else ''
-            raise ValueError(f"prompt has {len(prompt_ids)} tokens, but the model's context is {self.max_model_len} "
-                             f"tokens{window}; at least one must be left to generate")
-        budget = self.max_model_len - len(prompt_ids)
-        max_tokens = min(params.max_tokens or budget, budget)
-        detok = IncrementalDetokenizer(self.tokenizer, params)
-        generator = make_generator(params.seed, self.device)
-        stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else self.eos_token_ids)
-        cache = KVCache(self.model, len(prompt_ids) + max_tokens) if use_cache else None
-        tokens, output = torch.tensor(prompt_ids, device=self.device), []
-        pos, new = 0, len(prompt_ids)   # first position and count of the tokens to feed this step
-        while True:
-            if use_cache: hidden = self.model(tokens[pos:], torch.arange(pos, pos + new, device=self.device), cache.at(pos))
-            else: hidden = self.model(tokens, torch.arange(len(tokens), device=self.device), CausalAttention())
-            logits = self.model.compute_logits(hidden[-1:])
-            s = self.sampler(logits, [params], [generator], [prompt_ids], [output])
-            token = s.token_ids[0]
-            output.append(token)
-            tokens = torch.cat([tokens, torch.tensor([token], device=self.device)])
-            pos, new = pos + new, 1
-            finish, text = None, ''
-            if token in stop_ids: finish = 'stop'
-            else:
-                text = detok.add(token)
-                if detok.stopped: finish = 'stop'
-            if finish is None and len(output) >= max_tokens: finish = 'length'
-            if finish: text += detok.finish()
-            yield StreamOutput(token, text, finish, s.logprobs[0], s.top_logprobs[0])
-            if finish: return
+# %% ../nbs/03_generate.ipynb #4c6c7122
+@patch
+def _max_tokens(self: TextGenerator, prompt_ids: list[int], params: SamplingParams) -> int:
+    "How many tokens this prompt may generate: `params.max_tokens`, capped by the context left."
+    n, limit, sliding = len(prompt_ids), self.max_model_len, self.model.config.sliding_window
+    if n >= limit:
+        window = ' (capped at its sliding window)' if limit == sliding else ''
+        raise ValueError(f"prompt has {n} tokens, but the model's context is {limit} "
+                         f"tokens{window}; at least one must be left to generate")
+    return min(params.max_tokens or limit - n, limit - n)
 
-    def generate(self, prompt: str | list[int], params: SamplingParams | None = None, use_cache: bool = True,
-                 chat: bool = False) -> Completion:
-        "Run `stream` to the end; return the text, tokens, finish reason and TTFT/TPOT."
-        params = params or SamplingParams()
-        start = time.perf_counter()
-        prompt_ids = self.encode(prompt, chat)   # encoded once; stream() takes the ids as they are
-        times, outs = [], []
-        for out in self.stream(prompt_ids, params, use_cache):
-            times.append(time.perf_counter()); outs.append(out)
-        ttft = times[0] - start
-        tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
-        logprobs = [(o.logprob, o.top_logprobs) for o in outs] if params.logprobs is not None else None
-        return Completion(''.join(o.text for o in outs), [o.token_id for o in outs], outs[-1].finish_reason,
-                          prompt_ids, ttft, tpot, logprobs)
+# %% ../nbs/03_generate.ipynb #d1e3fc7b
+def accept_token(token: int, output: list[int], detok: IncrementalDetokenizer, stop_ids: set[int],
+                 max_tokens: int) -> tuple[str, str | None]:
+    "Append `token` to `output`; return the text it releases and the finish reason (or None)."
+    output.append(token)
+    finish, text = None, ''
+    if token in stop_ids: finish = 'stop'
+    else:
+        text = detok.add(token)
+        if detok.stopped: finish = 'stop'
+    if finish is None and len(output) >= max_tokens: finish = 'length'
+    if finish: text += detok.finish()
+    return text, finish
+
+# %% ../nbs/03_generate.ipynb #fb840be7
+@patch
+@torch.inference_mode()
+def stream(self: TextGenerator, prompt: str | list[int], params: SamplingParams | None = None,
+           use_cache: bool = True, chat: bool = False) -> Iterator[StreamOutput]:
+    "Yield one `StreamOutput` per generated token; the last one carries the finish reason."
+    params = params or SamplingParams()
+    if params.n != 1:
+        raise ValueError("n > 1 needs the engine of chapter 5; TextGenerator makes one completion")
+    prompt_ids = self.encode(prompt, chat)
+    max_tokens = self._max_tokens(prompt_ids, params)
+    detok = IncrementalDetokenizer(self.tokenizer, params)
+    generator = make_generator(params.seed, self.device)
+    stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else self.eos_token_ids)
+    cache = KVCache(self.model, len(prompt_ids) + max_tokens) if use_cache else None
+    tokens, output = torch.tensor(prompt_ids, device=self.device), []
+    pos, new = 0, len(prompt_ids)   # first position and count of the tokens to feed this step
+    while True:
+        if use_cache:
+            positions = torch.arange(pos, pos + new, device=self.device)
+            hidden = self.model(tokens[pos:], positions, cache.at(pos))
+        else:
+            positions = torch.arange(len(tokens), device=self.device)
+            hidden = self.model(tokens, positions, CausalAttention())
+        logits = self.model.compute_logits(hidden[-1:])
+        s = self.sampler(logits, [params], [generator], [prompt_ids], [output])
+        token = s.token_ids[0]
+        text, finish = accept_token(token, output, detok, stop_ids, max_tokens)
+        tokens = torch.cat([tokens, torch.tensor([token], device=self.device)])
+        pos, new = pos + new, 1
+        yield StreamOutput(token, text, finish, s.logprobs[0], s.top_logprobs[0])
+        if finish: return
+
+# %% ../nbs/03_generate.ipynb #1eb9134f
+@patch
+def generate(self: TextGenerator, prompt: str | list[int], params: SamplingParams | None = None,
+             use_cache: bool = True, chat: bool = False) -> Completion:
+    "Run `stream` to the end; return the text, tokens, finish reason and TTFT/TPOT."
+    params = params or SamplingParams()
+    start = time.perf_counter()
+    prompt_ids = self.encode(prompt, chat)   # encoded once; stream() takes the ids as they are
+    times, outs = [], []
+    for out in self.stream(prompt_ids, params, use_cache):
+        times.append(time.perf_counter()); outs.append(out)
+    ttft = times[0] - start
+    tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
+    logprobs = [(o.logprob, o.top_logprobs) for o in outs] if params.logprobs is not None else None
+    return Completion(''.join(o.text for o in outs), [o.token_id for o in outs],
+                      outs[-1].finish_reason, prompt_ids, ttft, tpot, logprobs)
 
 # %% ../nbs/03_generate.ipynb #5ee026b3
-def time_generation(gen: TextGenerator, prompt_lens: list[int], max_tokens: int = 16, repeats: int = 2,
-                    seed: int = 0) -> list[dict]:
-    "TTFT and TPOT (seconds, best of `repeats`) of the naive and KV-cache loops for random prompts of each length."
+def time_generation(gen: TextGenerator, prompt_lens: list[int], max_tokens: int = 16,
+                    repeats: int = 3, seed: int = 0) -> list[dict]:
+    "TTFT and TPOT (seconds) of both loops per prompt length: best run, and all `repeats` runs."
     g = torch.Generator().manual_seed(seed)
-    rows = []
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
-    gen.generate(torch.randint(0, gen.model.config.vocab_size, (8,), generator=g).tolist(), params)  # warm up
+    rows = []
     for n in prompt_lens:
         ids = torch.randint(0, gen.model.config.vocab_size, (n,), generator=g).tolist()
-        for use_cache in (False, True):
-            runs = [gen.generate(ids, params, use_cache=use_cache) for _ in range(repeats)]
+        runs = {False: [], True: []}
+        for i in range(repeats + 1):                # run 0 is the untimed warm-up
+            for use_cache in ((False, True) if i % 2 else (True, False)):
+                c = gen.generate(ids, params, use_cache=use_cache)
+                if i: runs[use_cache].append(c)
+        for use_cache, cs in runs.items():
             rows.append(dict(prompt_len=n, loop='kv-cache' if use_cache else 'naive',
-                             ttft=min(r.ttft for r in runs), tpot=min(r.tpot for r in runs)))
+                             ttft=min(c.ttft for c in cs), tpot=min(c.tpot for c in cs),
+                             ttft_runs=[c.ttft for c in cs], tpot_runs=[c.tpot for c in cs]))
     return rows

@@ -23,7 +23,7 @@ __all__ = ['DTYPES', 'FUSED', 'resolve_model_path', 'load_config', 'resolve_dtyp
 def resolve_model_path(model: str | Path | None) -> Path:
     "A local checkpoint directory for `model`: a path, a Hub id (downloaded), or None: the default."
     if model is None:
-        from nanollmserve.testing import default_model_path
+        from nanollmserve.default_model import default_model_path
         return default_model_path()
     path = Path(model).expanduser()
     if path.is_dir():

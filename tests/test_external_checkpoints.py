@@ -12,7 +12,7 @@ from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer,
 
 from nanollmserve.generate import TextGenerator
 from nanollmserve.sampling import SamplingParams
-from nanollmserve.testing import CORPUS
+from nanollmserve.tiny_models import CORPUS
 
 PROMPTS = ["Hello there, how are you?", "Café au lait ☕ et 你好"]
 

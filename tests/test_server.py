@@ -14,7 +14,7 @@ import pytest
 
 from nanollmserve import LLM, SamplingParams
 from nanollmserve.bench import free_port
-from nanollmserve.testing import make_tiny_checkpoint
+from nanollmserve.tiny_models import make_tiny_checkpoint
 
 MODEL = 'tiny-qwen3'
 

@@ -13,9 +13,8 @@ from pathlib import Path
 import torch
 
 # %% auto #0
-__all__ = ['CORPUS', 'FAMILY_SPECIALS', 'CHATML_TEMPLATE', 'LLAMA_TEMPLATE', 'ARCHITECTURES', 'DEFAULT_MODEL_SPEC',
-           'DEFAULT_MODEL_NAME', 'train_tokenizer', 'tiny_config', 'init_weights', 'make_tiny_checkpoint', 'hf_greedy',
-           'cache_dir', 'default_model_path']
+__all__ = ['CORPUS', 'FAMILY_SPECIALS', 'CHATML_TEMPLATE', 'LLAMA_TEMPLATE', 'ARCHITECTURES', 'train_tokenizer', 'tiny_config',
+           'init_weights', 'make_tiny_checkpoint', 'hf_greedy']
 
 # %% ../nbs/00_tiny_models.ipynb #8132c7c6
 CORPUS = """\
@@ -203,30 +202,3 @@ def hf_greedy(path, prompts_ids: list[list[int]], max_new_tokens: int,
     with torch.no_grad():
         return [hf.generate(torch.tensor([x]), generation_config=gc)[0, len(x):].tolist()
                 for x in prompts_ids]
-
-# %% ../nbs/00_tiny_models.ipynb #bc4d41b2
-DEFAULT_MODEL_SPEC = dict(arch='qwen3', seed=0, vocab_size=2048, std=0.1, qk_norm_gain=1.0,
-                          hidden_size=256, intermediate_size=768, num_hidden_layers=4,
-                          num_attention_heads=8, num_key_value_heads=4, head_dim=32,
-                          max_position_embeddings=4096)
-DEFAULT_MODEL_NAME = 'nanollmserve-tiny-qwen3'
-
-def cache_dir() -> Path:
-    "Where nanollmserve keeps what it builds: `$NANOLLMSERVE_CACHE`, else the XDG cache directory."
-    if os.environ.get('NANOLLMSERVE_CACHE'): return Path(os.environ['NANOLLMSERVE_CACHE'])
-    base = os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache'
-    return Path(base)/'nanollmserve'
-
-def default_model_path() -> Path:
-    "The embedded default checkpoint (random weights), built on first use."
-    target = cache_dir()/f'{DEFAULT_MODEL_NAME}-v1'
-    if (target/'config.json').exists(): return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix='.building-'))
-    try:
-        make_tiny_checkpoint(tmp, **DEFAULT_MODEL_SPEC)
-        try: os.rename(tmp, target)
-        except OSError:  # another process finished first
-            if not (target/'config.json').exists(): raise
-    finally: shutil.rmtree(tmp, ignore_errors=True)
-    return target
