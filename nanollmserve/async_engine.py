@@ -189,12 +189,12 @@ def shutdown(self: AsyncLLMEngine, timeout: float = 10.0) -> None:
 # %% ../nbs/09_async_engine.ipynb #2bafb44f
 async def serve_clients(engine: AsyncLLMEngine, prompts: list, params: SamplingParams,
                         concurrent: bool) -> dict:
-    "Send every prompt all at once or one after another; wall time, throughput and mean latency."
-    async def one(prompt):
-        start, last = time.perf_counter(), None
-        async for out in engine.generate(prompt, params): last = out
-        return time.perf_counter() - start, len(last.outputs[0].token_ids)
+    "Callers all arrive at once; the engine serves them together or one after another."
     start = time.perf_counter()
+    async def one(prompt):
+        last = None
+        async for out in engine.generate(prompt, params): last = out
+        return time.perf_counter() - start, len(last.outputs[0].token_ids)   # since the callers arrived
     if concurrent: done = await asyncio.gather(*(one(p) for p in prompts))
     else: done = [await one(p) for p in prompts]
     wall = time.perf_counter() - start
