@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from fastcore.basics import patch
 
-from .generate import IncrementalDetokenizer, load_eos_token_ids
+from .generate import IncrementalDetokenizer, load_eos_token_ids, stop_check
 from .loader import load_model, load_tokenizer
 from .model import CausalLM, causal_attention, sdpa
 from .sampling import Sampler, SamplerOutput, SamplingParams
@@ -322,13 +322,11 @@ def _append_token(self: LLMEngine, seq: Sequence, token: int, logprob, top, now:
 
 @patch
 def _stop_reason(self: LLMEngine, seq: Sequence, token: int) -> str | None:
-    if token in seq.stop_token_ids: return 'stop'
-    if seq.detokenizer:
-        seq.text += seq.detokenizer.add(token)
-        if seq.detokenizer.stopped: return 'stop'
-    if seq.num_output_tokens >= seq.max_tokens or seq.num_tokens >= self.max_model_len:
-        return 'length'
-    return None
+    "Chapter 3's stop rule (max_tokens is already capped by the context)."
+    text, reason = stop_check(token, seq.num_output_tokens, seq.detokenizer, seq.stop_token_ids,
+                              seq.max_tokens)
+    seq.text += text
+    return reason
 
 @patch
 def _finish(self: LLMEngine, seq: Sequence, reason: str) -> None:

@@ -20,7 +20,7 @@ from .sampling import Sampler, SamplingParams, make_generator
 
 # %% auto #0
 __all__ = ['KVCache', 'CachedAttention', 'IncrementalDetokenizer', 'load_eos_token_ids', 'StreamOutput', 'Completion',
-           'TextGenerator', 'accept_token', 'time_generation']
+           'TextGenerator', 'stop_check', 'accept_token', 'time_generation']
 
 # %% ../nbs/03_generate.ipynb #798db912
 class KVCache:
@@ -179,16 +179,19 @@ def _max_tokens(self: TextGenerator, prompt_ids: list[int], params: SamplingPara
     return min(params.max_tokens or limit - n, limit - n)
 
 # %% ../nbs/03_generate.ipynb #d1e3fc7b
+def stop_check(token: int, num_output: int, detok: IncrementalDetokenizer | None, stop_ids: set[int],
+               max_tokens: int) -> tuple[str, str | None]:
+    "The text `token` releases and its finish reason: 'stop', 'length' or None (`num_output` counts it)."
+    if token in stop_ids: return '', 'stop'
+    text = detok.add(token) if detok else ''
+    if detok and detok.stopped: return text, 'stop'
+    return text, 'length' if num_output >= max_tokens else None
+
 def accept_token(token: int, output: list[int], detok: IncrementalDetokenizer, stop_ids: set[int],
                  max_tokens: int) -> tuple[str, str | None]:
     "Append `token` to `output`; return the text it releases and the finish reason (or None)."
     output.append(token)
-    finish, text = None, ''
-    if token in stop_ids: finish = 'stop'
-    else:
-        text = detok.add(token)
-        if detok.stopped: finish = 'stop'
-    if finish is None and len(output) >= max_tokens: finish = 'length'
+    text, finish = stop_check(token, len(output), detok, stop_ids, max_tokens)
     if finish: text += detok.finish()
     return text, finish
 
