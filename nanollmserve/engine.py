@@ -260,7 +260,7 @@ def add_request(self: LLMEngine, request_id: str, prompt, params: SamplingParams
         raise ValueError(f"request needs {need} KV cache blocks for "
                          f"{params.n} x {len(ids) + max_tokens} tokens, "
                          f"but the cache has only {self.cache.num_blocks}; "
-                         f"lower max_tokens or n, or enlarge the cache (num_kv_blocks)")
+                         f"lower max_tokens or n, or give the engine a larger KV cache")
     stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else self.eos_token_ids)
     seqs = []
     for i in range(params.n):

@@ -97,7 +97,7 @@ def static_replay(gen: TextGenerator, workload: list[dict], batch_size: int) -> 
     return results
 
 # %% ../nbs/05b_replay.ipynb #d2b7c4fb
-def compare_static_continuous(n: int = 64, batch_size: int = 16, repeats: int = 2, seed: int = 0,
+def compare_static_continuous(n: int = 64, batch_size: int = 16, repeats: int = 3, seed: int = 0,
                               max_model_len: int = 1024) -> list[dict]:
     """One W1 burst through static batches and chapter 5's engine at two sequence caps;
     `repeats` runs each."""
