@@ -65,6 +65,8 @@ def add_serve_parser(sub) -> None:
                    help='require "Authorization: Bearer KEY" on /v1 endpoints')
     s.add_argument('--max-waiting', type=int, default=None,
                    help='answer 503 when this many requests are already waiting')
+    s.add_argument('--max-body-size', type=int, default=None,
+                   help='answer 413 to a request body over this many bytes (default: 32 MiB)')
     s.add_argument('--log-level', default='info',
                    choices=['critical', 'error', 'warning', 'info', 'debug'])
     s.add_argument('--cpu-threads', type=int, default=None,
@@ -142,17 +144,20 @@ def run_serve(args) -> None:
     "The `serve` subcommand: build the engine, then run the server until interrupted."
     import uvicorn
     from nanollmserve.async_engine import AsyncLLMEngine
-    from nanollmserve.server import build_app
+    from nanollmserve.server import MAX_BODY_SIZE, build_app
     from nanollmserve.default_model import DEFAULT_MODEL_NAME
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError("--max-waiting must be >= 0")
+    if args.max_body_size is not None and args.max_body_size < 1:
+        raise ValueError("--max-body-size must be >= 1")
     if args.cpu_threads is not None and args.cpu_threads < 1:
         raise ValueError("--cpu-threads must be >= 1")
     if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
     engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
     engine = AsyncLLMEngine.from_engine_args(args.model, **engine_args)
     name = args.served_model_name or args.model or DEFAULT_MODEL_NAME
-    app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting)
+    app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
+                    max_body_size=args.max_body_size or MAX_BODY_SIZE)
     print(f"nanollmserve: serving {name} on http://{args.host}:{args.port}/v1", file=sys.stderr,
           flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
