@@ -34,6 +34,7 @@ setuptools.setup(
     python_requires='>=' + min_python,
     packages=setuptools.find_packages(include=[cfg['lib_name'], cfg['lib_name'] + '.*']),
     include_package_data=True,
+    package_data={cfg['lib_name']: ['models/*/*']},   # the trained demo checkpoints
     install_requires=cfg.get('requirements', '').split(),
     extras_require={'dev': cfg.get('dev_requirements', '').split()},
     entry_points={

@@ -15,7 +15,7 @@ import sys
 from nanollmserve.bench import (ServerProcess, free_port, random_dataset, run_benchmark, run_sync, served_model,
                                 summarize, token_pool)
 from nanollmserve.loader import load_tokenizer
-from nanollmserve.default_model import default_model_path
+from nanollmserve.default_model import tiny_model_path
 
 
 def main():
@@ -24,14 +24,14 @@ def main():
     ap.add_argument('--rates', default='4,inf')
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
-    reqs = random_dataset(args.num_prompts, token_pool(load_tokenizer(default_model_path())), (64, 256), (32, 128), seed=0)
+    reqs = random_dataset(args.num_prompts, token_pool(load_tokenizer(tiny_model_path())), (64, 256), (32, 128), seed=0)
     rates = [float(r) for r in args.rates.split(',')]
     settings = {f'{max(1, cores - 1)} threads (default)': [], f'{cores} threads': ['--cpu-threads', str(cores)]}
     env = {k: v for k, v in os.environ.items() if k != 'OMP_NUM_THREADS'}
     results = {}
     for name, extra in settings.items():
         port = free_port()
-        cmd = [sys.executable, '-m', 'nanollmserve.cli', 'serve', '--log-level', 'warning', '--port', str(port), *extra]
+        cmd = [sys.executable, '-m', 'nanollmserve.cli', 'serve', '--model', 'nanollmserve-tiny-qwen3', '--log-level', 'warning', '--port', str(port), *extra]
         with ServerProcess(cmd, port, env=env) as url:
             model = served_model(url)
             run_sync(run_benchmark(url, model, reqs[:4], progress=False))          # warm up

@@ -312,9 +312,8 @@ def format_report(s: dict) -> str:
 def load_bench_tokenizer(name: str | None, model: str):
     "The tokenizer to draw prompts from: `name`, else the model's (checkpoint, Hub id, or ours)."
     from nanollmserve.loader import load_tokenizer, resolve_model_path
-    from nanollmserve.default_model import DEFAULT_MODEL_NAME
     name = name or model
-    try: return load_tokenizer(resolve_model_path(None if name == DEFAULT_MODEL_NAME else name))
+    try: return load_tokenizer(resolve_model_path(name))
     except FileNotFoundError as e:
         raise ValueError(f"no tokenizer for {name!r} ({e}): "
                          "pass --tokenizer (a checkpoint directory or Hub id)") from None

@@ -96,7 +96,8 @@ def mixed_workload(vocab: int, max_model_len: int, seconds: float = 16.0, short_
 
 # %% ../nbs/08_chunked_prefill.ipynb #5cf374fc
 def compare_chunking(settings=('off', '256', '512', '1024', '2048', '512/128', '2048/256'),
-                     model=None, seconds: float = 16.0, w1_requests: int = 32, w1_repeats: int = 3,
+                     model='nanollmserve-tiny-qwen3',
+                     seconds: float = 16.0, w1_requests: int = 32, w1_repeats: int = 3,
                      seed: int = 0, **engine_args) -> dict:
     "Per setting ('off', a budget 'B' or 'B/T' with a per-prompt cap T): the mixed replay and W1 runs."
     results = {}

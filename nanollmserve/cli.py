@@ -31,7 +31,7 @@ def add_generate_parser(sub) -> None:
     g = sub.add_parser('generate', help='generate text for one prompt',
                        description='Generate text for one prompt; only the text goes to stdout.')
     g.add_argument('--model', default=None, help='checkpoint directory or Hugging Face Hub id '
-                   '(default: embedded tiny model with random weights)')
+                   '(default: nanollmserve-demo, the trained demo model)')
     g.add_argument('--prompt', required=True, help="the prompt text ('-' reads it from stdin)")
     g.add_argument('--max-tokens', type=int, default=64, help='most tokens to generate')
     g.add_argument('--temperature', type=float, default=None,
@@ -56,7 +56,7 @@ def add_serve_parser(sub) -> None:
     s = sub.add_parser('serve', help='serve a model behind an OpenAI-compatible HTTP API',
                        description='Serve a model behind an OpenAI-compatible HTTP API.')
     s.add_argument('--model', default=None, help='checkpoint directory or Hugging Face Hub id '
-                   '(default: embedded tiny model with random weights)')
+                   '(default: nanollmserve-demo, the trained demo model)')
     s.add_argument('--served-model-name', default=None,
                    help="the name clients pass as 'model' (default: --model as given)")
     s.add_argument('--host', default='127.0.0.1')

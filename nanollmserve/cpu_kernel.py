@@ -305,7 +305,8 @@ def greedy_params(max_tokens: int) -> SamplingParams:
 def _sync(device: str) -> None:
     if device.startswith('cuda'): torch.cuda.synchronize()
 
-def engine_runner(workload: Workload, model: str | None = None, attention_backend: str = 'auto',
+def engine_runner(workload: Workload, model: str = 'nanollmserve-tiny-qwen3',
+                  attention_backend: str = 'auto',
                   llm_class: type = PagedLLM, device: str = 'cpu',
                   **engine_args) -> Callable[[], tuple[int, float]]:
     "A function that runs `workload` through one engine: `() -> (output tokens, seconds)`."
@@ -325,7 +326,7 @@ def engine_runner(workload: Workload, model: str | None = None, attention_backen
     return run
 
 # %% ../nbs/06a_cpu_kernel.ipynb #13f1a0e7
-def hf_runner(workload: Workload, model: str | None = None, batch_size: int = 16,
+def hf_runner(workload: Workload, model: str = 'nanollmserve-tiny-qwen3', batch_size: int = 16,
               device: str = 'cpu', dtype: str = 'auto') -> Callable[[], tuple[int, float]]:
     "A function that runs `workload` through transformers in static batches: `() -> (tokens, s)`."
     from transformers import AutoModelForCausalLM
@@ -381,7 +382,7 @@ if __name__ == "__main__":                    # vLLM starts worker processes
 """
 
 # %% ../nbs/06a_cpu_kernel.ipynb #13f1a0ec
-def time_vllm(workload: Workload, model: str | None = None, repeats: int = 3,
+def time_vllm(workload: Workload, model: str = 'nanollmserve-tiny-qwen3', repeats: int = 3,
               python: str = VLLM_PYTHON, device: str = 'cpu', dtype: str = 'auto',
               timeout: float = 3600) -> list[tuple[int, float]] | None:
     "`repeats` runs of `workload` through vLLM: [(output tokens, seconds)], or None without vLLM."

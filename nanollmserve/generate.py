@@ -147,7 +147,7 @@ class TextGenerator:
     @classmethod
     def from_pretrained(cls, model: str | Path | None = None, dtype: str = 'auto',
                         device: str = 'cpu') -> TextGenerator:
-        "Load a checkpoint (a path, a Hub id, or None for the embedded default)."
+        "Load a checkpoint (our name, a path, a Hub id, or None for the default)."
         net, path = load_model(model, dtype=dtype, device=device)
         tokenizer = load_tokenizer(path)
         return cls(net, tokenizer, load_eos_token_ids(path, tokenizer))

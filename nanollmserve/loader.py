@@ -21,10 +21,10 @@ __all__ = ['DTYPES', 'FUSED', 'resolve_model_path', 'load_config', 'resolve_dtyp
 
 # %% ../nbs/01a_loader.ipynb #636594e2
 def resolve_model_path(model: str | Path | None) -> Path:
-    "A local checkpoint directory for `model`: a path, a Hub id (downloaded), or None: the default."
-    if model is None:
-        from nanollmserve.default_model import default_model_path
-        return default_model_path()
+    "A checkpoint directory for `model`: our name, a path, a Hub id (downloaded); None: the default."
+    from nanollmserve.default_model import MODEL_NAMES, default_model_path, named_model_path
+    if model is None: return default_model_path()
+    if str(model) in MODEL_NAMES: return named_model_path(str(model))
     path = Path(model).expanduser()
     if path.is_dir():
         if not (path/'config.json').exists():

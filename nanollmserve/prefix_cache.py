@@ -170,7 +170,8 @@ def shared_prefix_workload(n: int, prefix_len: int, vocab: int, output_len: int,
                  prompt=prefix + [rng.randrange(vocab) for _ in range(rng.randint(lo, hi))])
             for _ in range(n)]
 
-def compare_prefix_caching(model=None, num_requests: int = 64, prefix_len: int = 512,
+def compare_prefix_caching(model='nanollmserve-tiny-qwen3',
+                           num_requests: int = 64, prefix_len: int = 512,
                            output_len: int = 64, w1_requests: int = 64, w1_repeats: int = 3,
                            seed: int = 0, **engine_args) -> dict:
     """The shared-prefix burst and W1, prefix caching off then on;

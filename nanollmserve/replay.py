@@ -70,7 +70,7 @@ def w1_workload(n: int, vocab: int, seed: int = 0, lo: int = 100, hi: int = 512)
                  prompt=[rng.randrange(vocab) for _ in range(rng.randint(lo, hi))],
                  max_tokens=rng.randint(lo, hi)) for _ in range(n)]
 
-def fresh_engine(engine_class, model=None, **engine_args):
+def fresh_engine(engine_class, model='nanollmserve-tiny-qwen3', **engine_args):
     "An engine of `engine_class`, built after a garbage collection and warmed up by one short request."
     gc.collect()
     engine = engine_class(model, **engine_args)
@@ -101,7 +101,7 @@ def compare_static_continuous(n: int = 64, batch_size: int = 16, repeats: int = 
                               max_model_len: int = 1024) -> list[dict]:
     """One W1 burst through static batches and chapter 5's engine at two sequence caps;
     `repeats` runs each."""
-    gen = TextGenerator.from_pretrained(None)
+    gen = TextGenerator.from_pretrained('nanollmserve-tiny-qwen3')
     work = w1_workload(n, gen.model.config.vocab_size, seed)
     static_replay(gen, work[:2], 2)                                         # warm-up
     rows = []

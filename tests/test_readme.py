@@ -1,5 +1,5 @@
-"""The README's quick start, run as written: `nanollmserve serve` with no arguments (port 8000, the embedded
-default model), then the README's curl command and its `openai` client snippet, verbatim."""
+"""The README's quick start, run as written: `nanollmserve serve` with no arguments (port 8000, the default
+model, nanollmserve-demo), then the README's curl command and its `openai` client snippet, verbatim."""
 import json
 import os
 import re
@@ -45,9 +45,23 @@ def test_readme_curl(default_server):
     assert reply['object'] == 'chat.completion' and reply['choices'][0]['message']['role'] == 'assistant'
 
 
+def quoted_answer() -> str:
+    "The output block the README quotes right after the `openai` snippet."
+    snippet = block('python', 'OpenAI(')
+    after = README[README.index(snippet) + len(snippet) + len('\n```'):]   # past the snippet's fence
+    return re.search(r"```\n(.*?)\n```", after, re.S).group(1)
+
+
 def test_readme_openai_snippet(default_server):
+    "The snippet runs, and prints what the README says it prints (greedy: the same every time)."
     r = subprocess.run([sys.executable, '-c', block('python', 'OpenAI(')], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip('\n') == quoted_answer()
+
+
+def test_default_server_serves_the_demo_model(default_server):
+    models = httpx.get('http://127.0.0.1:8000/v1/models', timeout=10).json()['data']
+    assert [m['id'] for m in models] == ['nanollmserve-demo']
 
 
 def test_readme_bench_command(default_server, tmp_path):
