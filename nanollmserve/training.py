@@ -12,7 +12,7 @@ import random
 import re
 import sysconfig
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
