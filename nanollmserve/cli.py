@@ -10,11 +10,12 @@ import json
 import sys
 from pathlib import Path
 
+from .default_model import DEFAULT_MODEL_NAME, MODEL_NAMES
 from .sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['GENERATION_CONFIG_DEFAULTS', 'ENGINE_ARGS', 'generation_config_defaults', 'add_generate_parser', 'add_serve_parser',
-           'build_parser', 'run_generate', 'set_server_cpu_threads', 'run_serve', 'main']
+__all__ = ['GENERATION_CONFIG_DEFAULTS', 'MODEL_HELP', 'ENGINE_ARGS', 'generation_config_defaults', 'add_generate_parser',
+           'add_serve_parser', 'build_parser', 'run_generate', 'set_server_cpu_threads', 'run_serve', 'main']
 
 # %% ../nbs/90_cli.ipynb #c508053d
 GENERATION_CONFIG_DEFAULTS = ('temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty')
@@ -26,12 +27,14 @@ def generation_config_defaults(path: Path) -> dict:
     return {k: cfg[k] for k in GENERATION_CONFIG_DEFAULTS if cfg.get(k) is not None}
 
 # %% ../nbs/90_cli.ipynb #88afc2c3
+MODEL_HELP = (f"checkpoint directory, Hugging Face Hub id, or a name nanollmserve knows "
+              f"({', '.join(MODEL_NAMES)}; default: {DEFAULT_MODEL_NAME})")
+
 def add_generate_parser(sub) -> None:
     "The `generate` subcommand's arguments."
     g = sub.add_parser('generate', help='generate text for one prompt',
                        description='Generate text for one prompt; only the text goes to stdout.')
-    g.add_argument('--model', default=None, help='checkpoint directory or Hugging Face Hub id '
-                   '(default: nanollmserve-demo, the trained demo model)')
+    g.add_argument('--model', default=None, help=MODEL_HELP)
     g.add_argument('--prompt', required=True, help="the prompt text ('-' reads it from stdin)")
     g.add_argument('--max-tokens', type=int, default=64, help='most tokens to generate')
     g.add_argument('--temperature', type=float, default=None,
@@ -55,8 +58,7 @@ def add_serve_parser(sub) -> None:
     "The `serve` subcommand's arguments: the server's, then the engine's."
     s = sub.add_parser('serve', help='serve a model behind an OpenAI-compatible HTTP API',
                        description='Serve a model behind an OpenAI-compatible HTTP API.')
-    s.add_argument('--model', default=None, help='checkpoint directory or Hugging Face Hub id '
-                   '(default: nanollmserve-demo, the trained demo model)')
+    s.add_argument('--model', default=None, help=MODEL_HELP)
     s.add_argument('--served-model-name', default=None,
                    help="the name clients pass as 'model' (default: --model as given)")
     s.add_argument('--host', default='127.0.0.1')

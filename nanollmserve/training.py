@@ -19,11 +19,12 @@ import torch
 
 # %% auto #0
 __all__ = ['SKIP_DIRS', 'HEADING_RULES', 'DEMO_SIZES', 'SUFFIXES', 'DEGENERATE', 'pydoc_topics', 'named_nodes',
-           'stdlib_docstrings', 'paragraphs', 'sections', 'chat_examples', 'held_out', 'Corpus', 'demo_corpus',
-           'token_stream', 'training_texts', 'demo_config', 'new_model', 'TrainConfig', 'windows', 'held_loss', 'adamw',
-           'train', 'unigram_perplexity', 'greedy_agreement', 'save_checkpoint', 'dictionary_share', 'repeated_share',
-           'greedy_ids', 'greedy_text', 'repetition_report', 'context_unlikelihood', 'repeat_mask',
-           'UnlikelihoodConfig', 'sequence_unlikelihood', 'unlikelihood_finetune']
+           'stdlib_docstrings', 'is_example', 'prose_only', 'paragraphs', 'sections', 'chat_examples', 'held_out',
+           'Corpus', 'demo_corpus', 'token_stream', 'training_texts', 'demo_config', 'new_model', 'TrainConfig',
+           'windows', 'held_loss', 'adamw', 'train', 'unigram_perplexity', 'greedy_agreement', 'save_checkpoint',
+           'dictionary_share', 'repeated_share', 'greedy_ids', 'greedy_text', 'repetition_report',
+           'context_unlikelihood', 'repeat_mask', 'UnlikelihoodConfig', 'sequence_unlikelihood',
+           'unlikelihood_finetune']
 
 # %% ../nbs/95_demo_models.ipynb #c7864514
 SKIP_DIRS = {'site-packages', 'test', 'tests', 'idlelib', 'lib2to3', 'tkinter', 'turtledemo',
@@ -57,6 +58,16 @@ def stdlib_docstrings(min_chars: int = 80) -> dict[str, str]:
             d = ast.get_docstring(node)
             if d and len(d) >= min_chars and d not in seen: seen.add(d); docs[name] = d.strip()
     return docs
+
+# %% ../nbs/95_demo_models.ipynb #0c3610f9
+def is_example(block: str) -> bool:
+    "Whether a block of text holds an interactive session (`>>>`, `...`) or a grammar rule (`::=`)."
+    lines = [l.strip() for l in block.splitlines()]
+    return any(l.startswith(('>>>', '... ')) or l == '...' or '::=' in l for l in lines)
+
+def prose_only(text: str) -> str:
+    "`text` without the blocks (between blank lines) that hold examples or grammar rules."
+    return '\n\n'.join(b for b in re.split(r'\n[ \t]*\n', text) if not is_example(b)).strip()
 
 # %% ../nbs/95_demo_models.ipynb #60372946
 HEADING_RULES = set('*=-')
@@ -109,8 +120,9 @@ class Corpus:
     chats: list[list[dict]]
 
 def demo_corpus(n_chats: int = 800, seed: int = 0) -> Corpus:
-    "Topics and docstrings, one in twenty held out; chats made from the training documents."
-    topics, docstrings = pydoc_topics(), stdlib_docstrings()
+    "Topics and docstrings as prose, one in twenty held out; chats made from the training documents."
+    topics = {k: prose_only(v) for k, v in pydoc_topics().items()}
+    docstrings = {k: t for k, v in stdlib_docstrings().items() if len(t := prose_only(v)) >= 80}
     keep = lambda d: {k: v for k, v in d.items() if not held_out(v)}
     held = [v for v in [*topics.values(), *docstrings.values()] if held_out(v)]
     train_topics, train_docs = keep(topics), keep(docstrings)
@@ -314,7 +326,7 @@ def repeat_mask(y: torch.Tensor, n: int = 4) -> torch.Tensor:
 # %% ../nbs/95_demo_models.ipynb #39bece1a
 @dataclass
 class UnlikelihoodConfig(TrainConfig):
-    steps: int = 120
+    steps: int = 240
     batch: int = 8
     seq_len: int = 512
     lr: float = 3e-4
