@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""How many PyTorch threads `nanollmserve serve` should use on the CPU: one core fewer than available (the
-default) against all of them, through HTTP with `nanollmserve.bench`, same run, same requests.
+"""How many PyTorch threads `nanollmserve serve` should use on the CPU: the engine core process with every
+core (the default) and with one fewer, against the in-process engine thread (`--no-engine-process`) with one
+core fewer (its default) and with all; through HTTP with `nanollmserve.bench`, same run, same requests.
 
     python benchmarks/serve_threads.py [--num-prompts 64] [--rates 4,inf]
 
@@ -26,7 +27,10 @@ def main():
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
     reqs = random_dataset(args.num_prompts, token_pool(load_tokenizer(tiny_model_path())), (64, 256), (32, 128), seed=0)
     rates = [float(r) for r in args.rates.split(',')]
-    settings = {f'{max(1, cores - 1)} threads (default)': [], f'{cores} threads': ['--cpu-threads', str(cores)]}
+    fewer = str(max(1, cores - 1))
+    settings = {f'core, {cores} threads (default)': [], f'core, {fewer} threads': ['--cpu-threads', fewer],
+                f'in-process, {fewer} threads': ['--no-engine-process'],
+                f'in-process, {cores} threads': ['--no-engine-process', '--cpu-threads', str(cores)]}
     env = {k: v for k, v in os.environ.items() if k != 'OMP_NUM_THREADS'}
     results = {}
     for name, extra in settings.items():
@@ -39,11 +43,13 @@ def main():
                 r = results[name, rate] = summarize(*run_sync(run_benchmark(url, model, reqs, rate, progress=False)))
                 print(f"{name:20} rate {rate:>4}: TTFT median {r['median_ttft_ms']:6.1f} ms | TPOT median {r['median_tpot_ms']:5.1f} ms"
                       f" | ITL p99 {r['p99_itl_ms']:6.1f} ms | {r['output_throughput']:6.0f} tok/s ({r['failed']} failed)", flush=True)
-    ours, alt = settings
+    ours, *others = settings
     for rate in rates:
-        a, b = results[ours, rate], results[alt, rate]
-        print(f"rate {rate}: default vs all cores: TPOT {b['median_tpot_ms'] / a['median_tpot_ms']:.2f}x lower, "
-              f"throughput {a['output_throughput'] / b['output_throughput']:.2f}x")
+        a = results[ours, rate]
+        for alt in others:
+            b = results[alt, rate]
+            print(f"rate {rate}: default vs {alt}: TPOT {b['median_tpot_ms'] / a['median_tpot_ms']:.2f}x lower, "
+                  f"throughput {a['output_throughput'] / b['output_throughput']:.2f}x")
 
 
 if __name__ == '__main__':

@@ -144,6 +144,23 @@ def num_waiting(self: AsyncLLMEngine) -> int:
     "Requests waiting for admission to the batch (queued in the engine or not yet taken in)."
     return self._stats['num_requests_waiting'] + self._pending
 
+# %% ../nbs/09_async_engine.ipynb #82816bc9
+@patch(as_prop=True)
+def tokenizer(self: AsyncLLMEngine): return self.engine.tokenizer
+@patch(as_prop=True)
+def model_path(self: AsyncLLMEngine) -> str: return str(self.engine.path)
+@patch(as_prop=True)
+def max_model_len(self: AsyncLLMEngine) -> int: return self.engine.max_model_len
+@patch(as_prop=True)
+def vocab_size(self: AsyncLLMEngine) -> int: return self.engine.model.config.vocab_size
+@patch(as_prop=True)
+def stat_loggers(self: AsyncLLMEngine) -> list: return self.engine.stat_loggers
+
+@patch(as_prop=True)
+def dead(self: AsyncLLMEngine) -> bool:
+    "The loop thread ended without being asked to."
+    return self._running and self._thread is not None and not self._thread.is_alive()
+
 # %% ../nbs/09_async_engine.ipynb #f8de929d
 @patch
 async def add_request(self: AsyncLLMEngine, prompt, params: SamplingParams,

@@ -10,12 +10,15 @@ import json
 import sys
 from pathlib import Path
 
+from .async_engine import EngineDeadError
 from .default_model import DEFAULT_MODEL_NAME, MODEL_NAMES
+from .engine_core import EngineStartupError
 from .sampling import SamplingParams
 
 # %% auto #0
 __all__ = ['GENERATION_CONFIG_DEFAULTS', 'MODEL_HELP', 'ENGINE_ARGS', 'generation_config_defaults', 'add_generate_parser',
-           'add_serve_parser', 'build_parser', 'run_generate', 'set_server_cpu_threads', 'run_serve', 'main']
+           'add_serve_parser', 'build_parser', 'run_generate', 'set_server_cpu_threads', 'build_serve_engine',
+           'run_serve', 'main']
 
 # %% ../nbs/90_cli.ipynb #c508053d
 GENERATION_CONFIG_DEFAULTS = ('temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty')
@@ -72,8 +75,11 @@ def add_serve_parser(sub) -> None:
     s.add_argument('--log-level', default='info',
                    choices=['critical', 'error', 'warning', 'info', 'debug'])
     s.add_argument('--cpu-threads', type=int, default=None,
-                   help='PyTorch threads on the CPU (default: the cores available minus one, '
-                        'kept for HTTP; OMP_NUM_THREADS, when set, is kept)')
+                   help="the engine's PyTorch threads on the CPU (default: the cores available "
+                        "minus one, or both of two with --engine-process; OMP_NUM_THREADS, when "
+                        "set, is kept)")
+    s.add_argument('--engine-process', action=argparse.BooleanOptionalAction, default=True,
+                   help='run the engine core in a process of its own (chapter 11; default: on)')
     e = s.add_argument_group('engine arguments')
     e.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
     e.add_argument('--device', default='cpu')
@@ -141,29 +147,46 @@ def set_server_cpu_threads(n: int | None = None) -> int:
     torch.set_num_threads(n or max(1, min(torch.get_num_threads(), cores - 1)))
     return torch.get_num_threads()
 
+# %% ../nbs/90_cli.ipynb #88ce77b6
+def build_serve_engine(args):
+    "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
+    import os
+    engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
+    if not args.engine_process:
+        from nanollmserve.async_engine import AsyncLLMEngine
+        if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
+        return AsyncLLMEngine.from_engine_args(args.model, **engine_args)
+    from nanollmserve.engine_core import EngineCoreClient
+    threads = args.cpu_threads
+    if threads is None and args.device == 'cpu' and not os.environ.get('OMP_NUM_THREADS'):
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
+        threads = cores if cores <= 2 else cores - 1     # beyond two cores, one for the API
+    return EngineCoreClient.from_engine_args(args.model, threads=threads, **engine_args)
+
 # %% ../nbs/90_cli.ipynb #8a43dbe4
-def run_serve(args) -> None:
-    "The `serve` subcommand: build the engine, then run the server until interrupted."
+def run_serve(args) -> int:
+    "The `serve` subcommand: build the engine, run the server until interrupted; the exit status."
     import uvicorn
-    from nanollmserve.async_engine import AsyncLLMEngine
     from nanollmserve.server import MAX_BODY_SIZE, build_app
-    from nanollmserve.default_model import DEFAULT_MODEL_NAME
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError("--max-waiting must be >= 0")
     if args.max_body_size is not None and args.max_body_size < 1:
         raise ValueError("--max-body-size must be >= 1")
     if args.cpu_threads is not None and args.cpu_threads < 1:
         raise ValueError("--cpu-threads must be >= 1")
-    if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-    engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
-    engine = AsyncLLMEngine.from_engine_args(args.model, **engine_args)
+    engine = build_serve_engine(args)
     name = args.served_model_name or args.model or DEFAULT_MODEL_NAME
     app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
                     max_body_size=args.max_body_size or MAX_BODY_SIZE)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
+                                           log_level=args.log_level, timeout_graceful_shutdown=5))
+    if args.engine_process:           # the core died: stop serving, and say so in the exit status
+        engine.on_dead.append(lambda: setattr(server, 'should_exit', True))
     print(f"nanollmserve: serving {name} on http://{args.host}:{args.port}/v1", file=sys.stderr,
           flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=5)
+    server.run()
+    if engine.dead: raise EngineDeadError(engine.dead_reason)
+    return 0
 
 # %% ../nbs/90_cli.ipynb #96370e19
 def main(argv: list[str] | None = None) -> int:
@@ -176,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings('ignore')
     try:
         if args.command == 'generate': run_generate(args)
-        elif args.command == 'serve': run_serve(args)
-    except (ValueError, FileNotFoundError, OSError) as e:
+        elif args.command == 'serve': return run_serve(args)
+    except (ValueError, FileNotFoundError, OSError, EngineStartupError, EngineDeadError) as e:
         print(f"nanollmserve: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

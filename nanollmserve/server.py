@@ -456,9 +456,8 @@ class ServerState:
                  max_waiting: int | None = None):
         self.engine, self.model_name = engine, served_model_name
         self.api_key, self.max_waiting = api_key, max_waiting
-        core = engine.engine
-        self.tokenizer, self.root = core.tokenizer, str(core.path)
-        self.max_model_len, self.vocab_size = core.max_model_len, core.model.config.vocab_size
+        self.tokenizer, self.root = engine.tokenizer, engine.model_path
+        self.max_model_len, self.vocab_size = engine.max_model_len, engine.vocab_size
         self.created = int(time.time())
 
     def check_model(self, model: str | None) -> None:
@@ -511,7 +510,7 @@ def base_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None
 def add_info_routes(app: FastAPI, state: ServerState) -> None:
     "GET /health, /version, /stats and /v1/models."
     @app.get('/health')
-    async def health(): return Response(status_code=200)
+    async def health(): return Response(status_code=503 if state.engine.dead else 200)
 
     @app.get('/version')
     async def version(): return {'version': __version__}
@@ -530,7 +529,7 @@ def add_info_routes(app: FastAPI, state: ServerState) -> None:
 def add_metrics_route(app: FastAPI, state: ServerState) -> None:
     "GET /metrics: the Prometheus exposition of chapter 10."
     from nanollmserve.metrics import CONTENT_TYPE_LATEST, EngineMetrics   # chapter 10
-    metrics = EngineMetrics(state.engine.engine, state.model_name, stats=state.engine.stats)
+    metrics = EngineMetrics(state.engine, state.model_name, stats=state.engine.stats)
     app.state.metrics = metrics
 
     @app.get('/metrics')

@@ -1,6 +1,7 @@
 """The OpenAI-compatible server, tested as users meet it: a real `nanollmserve serve` process on a free port,
 a tiny checkpoint, the official `openai` client and raw HTTP."""
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -342,3 +343,53 @@ def test_engine_flags_reach_the_engine(ckpt):
     bad = subprocess.run([sys.executable, '-m', 'nanollmserve.cli', 'serve', '--model', str(ckpt), '--long-prefill-token-threshold', '-1'],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and 'long_prefill_token_threshold' in bad.stderr
+
+
+def children(pid: int) -> list[int]:
+    "Every descendant process of `pid`."
+    from nanollmserve.engine_core import process_tree
+    return process_tree(pid)[1:]
+
+
+def test_in_process_mode_equals_offline(ckpt, offline):
+    "--no-engine-process: chapter 9's engine thread, no child process, the same greedy text."
+    s = Server(ckpt, '--num-kv-blocks', '1024', '--no-engine-process')
+    try:
+        assert children(s.proc.pid) == []
+        prompt = 'The quick brown fox'
+        r = post(s, '/v1/completions', {'prompt': prompt, 'max_tokens': 12, 'temperature': 0}).json()
+        ref = offline.generate(prompt, SamplingParams(temperature=0, max_tokens=12), use_tqdm=False)
+        assert r['choices'][0]['text'] == ref[0].outputs[0].text
+    finally:
+        s.stop()
+
+
+def test_dead_engine_core_503_and_exit(ckpt):
+    "The core killed mid-request: that request gets a 503 (EngineDeadError), the server exits non-zero."
+    s = Server(ckpt, '--num-kv-blocks', '256')
+    try:
+        cpu = lambda p: int(open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[11])
+        core = max(children(s.proc.pid), key=cpu)          # the process that loaded the model
+        with ThreadPoolExecutor(1) as pool:
+            fut = pool.submit(post, s, '/v1/completions', {'prompt': 'x', 'max_tokens': 3000, 'ignore_eos': True})
+            deadline = time.time() + 30
+            while s.stats()['num_requests_running'] == 0 and time.time() < deadline: time.sleep(0.01)
+            os.kill(core, signal.SIGKILL)
+            r = fut.result(60)
+        assert r.status_code == 503, r.text
+        assert 'died' in r.json()['error']['message']
+        assert s.proc.wait(30) not in (0, None)
+        assert 'engine core process died' in s.proc.stdout.read()
+    finally:
+        s.stop()
+
+
+def test_sigterm_stops_both_processes(ckpt):
+    s = Server(ckpt, '--num-kv-blocks', '256')
+    procs = children(s.proc.pid)
+    assert procs
+    s.proc.send_signal(signal.SIGTERM)
+    s.proc.wait(30)
+    deadline = time.time() + 10
+    while any(os.path.exists(f'/proc/{p}') for p in procs) and time.time() < deadline: time.sleep(0.1)
+    assert not any(os.path.exists(f'/proc/{p}') for p in procs)
