@@ -33,8 +33,8 @@ from fastcore.basics import patch
 
 from .async_engine import (AsyncLLMEngine, EngineDeadError, RequestStream,
                                        _set_exception, _set_result)
-from .bench import (BenchRequest, ServerProcess, free_port, random_dataset,
-                                run_benchmark, run_sync, served_model, summarize, token_pool)
+from .bench import (ServerProcess, free_port, random_dataset, run_benchmark, run_sync,
+                                served_model, summarize, token_pool)
 from .chunked_prefill import ChunkedPrefillLLMEngine
 from .engine import CompletionOutput, RequestOutput
 from .generate import IncrementalDetokenizer
@@ -157,7 +157,7 @@ def compare_served(servers: dict[str, tuple[list, dict]], loads: list[tuple[int,
     return rows
 
 def median_table(rows: list[dict], keys=('output_throughput', 'mean_ttft_ms', 'mean_tpot_ms',
-                                          'p99_itl_ms')) -> pd.DataFrame:
+                                          'p99_itl_ms')):
     "Median over repeats, with the range, per server and load."
     import pandas as pd
     df = pd.DataFrame(rows)
