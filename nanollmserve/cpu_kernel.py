@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -28,8 +29,9 @@ from .default_model import cache_dir
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['EXP_SOURCE', 'SCORES_SOURCE', 'SOFTMAX_SOURCE', 'VALUES_SOURCE', 'DRIVER_SOURCE', 'KERNEL_SOURCE', 'VLLM_PYTHON',
-           'VLLM_DRIVER', 'build_library', 'check_decode_inputs', 'bind_paged_decode', 'load_paged_decode',
+__all__ = ['EXP_SOURCE', 'SCORES_SOURCE', 'SOFTMAX_SOURCE', 'VALUES_SOURCE', 'AVX512_SUM_SOURCE', 'AVX512_SCORES_SOURCE',
+           'AVX512_SOFTMAX_SOURCE', 'DRIVER_SOURCE', 'KERNEL_SOURCE', 'PORTABLE_SOURCE', 'VLLM_PYTHON', 'VLLM_DRIVER',
+           'build_library', 'vectorizer_report', 'check_decode_inputs', 'bind_paged_decode', 'load_paged_decode',
            'random_paged_cache', 'time_decode_attention', 'Workload', 'w1_workload', 'greedy_params', 'engine_runner',
            'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split']
 
@@ -137,11 +139,127 @@ INLINE void pv_sum(const float *p, const float *v_cache, const int32_t *table, i
 }
 '''
 
+# %% ../nbs/06a_cpu_kernel.ipynb #2bb08fcb
+def vectorizer_report(source: str) -> list[str] | None:
+    "GCC's verdict on each loop of `source` with the kernel's flags; None without GCC."
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d)/'report.c'
+        src.write_text(source)
+        cmd = [os.environ.get('CC', 'cc'), *_FLAG_SETS[0], '-c', str(src), '-o',
+               str(Path(d)/'report.o'), '-fopt-info-vec-optimized', '-fopt-info-vec-missed']
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode: return None
+    verdicts = r'(optimized: loop vectorized|missed: couldn.t vectorize loop)'
+    found = re.findall(r'report\.c:(\d+):\d+: ' + verdicts, r.stderr)
+    lines = source.splitlines()
+    return [f"line {n}: {'vectorised' if v.startswith('opt') else 'NOT vectorised'}: "
+            f"{lines[int(n) - 1].strip()[:60]}" for n, v in dict.fromkeys(found)]
+
+# %% ../nbs/06a_cpu_kernel.ipynb #8036b5dc
+AVX512_SUM_SOURCE = r'''
+#if defined(__AVX512F__) && !defined(NANOLLMSERVE_PORTABLE)
+#define KERNEL_AVX512 1
+#include <immintrin.h>
+
+INLINE __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1); }
+
+/* a[i] holds 16 partial sums of key i's score; return the 16 totals, key i's in lane i. */
+INLINE __m512 sum16(const __m512 *a) {
+    __m512 b[8], c[4], d[2];
+    for (int j = 0; j < 8; j++)      /* per 128-bit lane: keys 2j, 2j+1, 2j, 2j+1 */
+        b[j] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * j], a[2 * j + 1]),
+                             _mm512_unpackhi_ps(a[2 * j], a[2 * j + 1]));
+    for (int j = 0; j < 4; j++)      /* per 128-bit lane: keys 4j .. 4j+3 */
+        c[j] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * j], b[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(b[2 * j], b[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int j = 0; j < 2; j++)      /* lanes: keys 8j..8j+3 twice, then 8j+4..8j+7 twice */
+        d[j] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * j], c[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(c[2 * j], c[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+#endif
+'''
+
+# %% ../nbs/06a_cpu_kernel.ipynb #5e2571cc
+AVX512_SCORES_SOURCE = r'''
+#ifdef KERNEL_AVX512
+/* qk_scores for D a multiple of 16: 16 keys at a time, each key's row read once, in order. */
+INLINE void qk_scores_avx512(const float *q, const float *k_cache, const int32_t *table, int ctx,
+                             int Hq, int G, int D, int row, int block_size, float scale,
+                             float *scores) {
+    __m512 part[Hq][16];
+    for (int t0 = 0, blk = 0; t0 < ctx; t0 += block_size, blk++) {
+        const float *kb = k_cache + (int64_t)table[blk] * block_size * row;
+        const int n = ctx - t0 < block_size ? ctx - t0 : block_size;
+        for (int i0 = 0; i0 < n; i0 += 16) {
+            const int m = n - i0 < 16 ? n - i0 : 16;
+            for (int i = 0; i < 16; i++)
+                for (int h = 0; h < Hq; h++) {
+                    __m512 acc = _mm512_setzero_ps();
+                    if (i < m)
+                        for (int d = 0; d < D; d += 16)
+                            acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * D + d),
+                                      _mm512_loadu_ps(kb + (i0 + i) * row + (h / G) * D + d), acc);
+                    part[h][i] = acc;
+                }
+            for (int h = 0; h < Hq; h++)
+                _mm512_mask_storeu_ps(scores + (int64_t)h * ctx + t0 + i0, lanes(m),
+                                      _mm512_mul_ps(sum16(part[h]), _mm512_set1_ps(scale)));
+        }
+    }
+}
+#endif
+'''
+
+# %% ../nbs/06a_cpu_kernel.ipynb #d8431eff
+AVX512_SOFTMAX_SOURCE = r'''
+#ifdef KERNEL_AVX512
+/* exp_nonpos on 16 lanes: the same reduction and polynomial; 2^n applied by scalef. */
+INLINE __m512 exp16(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    const __m512 n = _mm512_roundscale_ps(
+        _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f),
+                                     _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x));
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* softmax_rows 16 scores at a time; the last few of a row under a mask. */
+INLINE void softmax_rows_avx512(float *scores, int Hq, int ctx) {
+    for (int h = 0; h < Hq; h++) {
+        float *s = scores + (int64_t)h * ctx;
+        __m512 m = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+        for (int t = 0; t < ctx; t += 16)
+            m = _mm512_max_ps(m, _mm512_mask_loadu_ps(m, lanes(ctx - t), s + t));
+        const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+        for (int t = 0; t < ctx; t += 16) {
+            const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes(ctx - t), s + t), mx));
+            _mm512_mask_storeu_ps(s + t, lanes(ctx - t), e);
+            sum = _mm512_mask_add_ps(sum, lanes(ctx - t), sum, e);
+        }
+        const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));
+        for (int t = 0; t < ctx; t += 16)
+            _mm512_mask_storeu_ps(s + t, lanes(ctx - t),
+                                  _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes(ctx - t), s + t), inv));
+    }
+}
+#endif
+'''
+
 # %% ../nbs/06a_cpu_kernel.ipynb #a1c0de0d
 DRIVER_SOURCE = r'''
 /* q [B, Hq, D]; k_cache, v_cache [num_blocks, block_size, Hkv, D]; block_tables [B, max_blocks];
    context_lens [B]; out [B, Hq, D]. One query token per sequence, float32. */
-#define PAGED_DECODE(NAME, HEAD_DIM)                                                          \
+#define PAGED_DECODE(NAME, HEAD_DIM, SCORES, SOFTMAX)                                         \
 static void NAME(const float *q, const float *k_cache, const float *v_cache,                  \
                  const int32_t *block_tables, const int32_t *context_lens, int B, int Hq,      \
                  int Hkv, int D_, int block_size, int max_blocks, float scale, float *out,    \
@@ -152,19 +270,34 @@ static void NAME(const float *q, const float *k_cache, const float *v_cache,    
         const int ctx = context_lens[b];                                                      \
         const int32_t *table = block_tables + (int64_t)b * max_blocks;                        \
         float *scores = (float *)malloc(sizeof(float) * (size_t)Hq * ctx);                    \
-        qk_scores(q + (int64_t)b * Hq * D, k_cache, table, ctx, Hq, G, D, row, block_size,    \
-                  scale, scores);                                                             \
-        softmax_rows(scores, Hq, ctx);                                                        \
+        SCORES(q + (int64_t)b * Hq * D, k_cache, table, ctx, Hq, G, D, row, block_size,       \
+               scale, scores);                                                                \
+        SOFTMAX(scores, Hq, ctx);                                                             \
         pv_sum(scores, v_cache, table, ctx, Hq, G, D, row, block_size,                        \
                out + (int64_t)b * Hq * D);                                                    \
         free(scores);                                                                         \
     }                                                                                         \
 }
+#ifdef KERNEL_AVX512          /* the passes written with intrinsics, where they were compiled */
+#define SOFTMAX_ROWS softmax_rows_avx512
+#define QK_SCORES_16 qk_scores_avx512
+#else
+#define SOFTMAX_ROWS softmax_rows
+#define QK_SCORES_16 qk_scores
+#endif
 /* A head size known at compile time lets the compiler unroll and vectorise the inner loops. */
-PAGED_DECODE(decode_any, 0)
-PAGED_DECODE(decode_32, 32)
-PAGED_DECODE(decode_64, 64)
-PAGED_DECODE(decode_128, 128)
+PAGED_DECODE(decode_any, 0, qk_scores, SOFTMAX_ROWS)
+PAGED_DECODE(decode_32, 32, QK_SCORES_16, SOFTMAX_ROWS)
+PAGED_DECODE(decode_64, 64, QK_SCORES_16, SOFTMAX_ROWS)
+PAGED_DECODE(decode_128, 128, QK_SCORES_16, SOFTMAX_ROWS)
+
+int kernel_lanes(void) {      /* 16: the AVX-512 passes are in; 1: the portable ones */
+#ifdef KERNEL_AVX512
+    return 16;
+#else
+    return 1;
+#endif
+}
 
 void paged_decode(const float *q, const float *k_cache, const float *v_cache,
                   const int32_t *block_tables, const int32_t *context_lens, int B, int Hq, int Hkv,
@@ -176,7 +309,9 @@ void paged_decode(const float *q, const float *k_cache, const float *v_cache,
       scale, out, nthreads);
 }
 '''
-KERNEL_SOURCE = EXP_SOURCE + SCORES_SOURCE + SOFTMAX_SOURCE + VALUES_SOURCE + DRIVER_SOURCE
+KERNEL_SOURCE = (EXP_SOURCE + SCORES_SOURCE + SOFTMAX_SOURCE + VALUES_SOURCE + AVX512_SUM_SOURCE
+                 + AVX512_SCORES_SOURCE + AVX512_SOFTMAX_SOURCE + DRIVER_SOURCE)
+PORTABLE_SOURCE = '#define NANOLLMSERVE_PORTABLE\n' + KERNEL_SOURCE    # the same, without AVX-512
 
 # %% ../nbs/06a_cpu_kernel.ipynb #a1c0de11
 def check_decode_inputs(q, k_cache, v_cache, block_tables, context_lens) -> None:
