@@ -377,12 +377,13 @@ def load_paged_decode(required: bool = False) -> Callable | None:
 # %% ../nbs/06a_cpu_kernel.ipynb #a1c0de17
 def random_paged_cache(context_lens: list[int], heads: int = 8, kv_heads: int = 4,
                        head_dim: int = 32, block_size: int = 16, spare_blocks: int = 0,
-                       seed: int = 0) -> tuple:
-    "Random `(q, k_cache, v_cache, block_tables, context_lens)`, blocks scattered in the cache."
+                       seed: int = 0, scattered: bool = True) -> tuple:
+    "Random `(q, k_cache, v_cache, block_tables, context_lens)`; blocks scattered, or in order."
     g = torch.Generator().manual_seed(seed)
     ctx = torch.tensor(context_lens, dtype=torch.int32)
     nblocks = ((ctx + block_size - 1) // block_size).tolist()
-    perm = torch.randperm(sum(nblocks) + spare_blocks, generator=g).int()
+    total = sum(nblocks) + spare_blocks
+    perm = (torch.randperm(total, generator=g) if scattered else torch.arange(total)).int()
     tables = torch.zeros(len(ctx), max(nblocks), dtype=torch.int32)
     for i, n in enumerate(nblocks):
         start = sum(nblocks[:i])
@@ -394,12 +395,13 @@ def random_paged_cache(context_lens: list[int], heads: int = 8, kv_heads: int = 
 # %% ../nbs/06a_cpu_kernel.ipynb #54b35dcd
 def time_decode_attention(fns: dict[str, Callable], batch: int = 64, heads: int = 8,
                           kv_heads: int = 4, head_dim: int = 32, block_size: int = 16,
-                          ctx_range=(100, 1000), repeats: int = 20,
-                          seed: int = 0) -> dict[str, list[float]]:
+                          ctx_range=(100, 1000), repeats: int = 20, seed: int = 0,
+                          scattered: bool = True) -> dict[str, list[float]]:
     "Seconds of every call of each decode-attention function on one random paged cache, in turn."
     g = torch.Generator().manual_seed(seed)
     ctx = torch.randint(ctx_range[0], ctx_range[1] + 1, (batch,), generator=g).tolist()
-    inputs = random_paged_cache(ctx, heads, kv_heads, head_dim, block_size, seed=seed)
+    inputs = random_paged_cache(ctx, heads, kv_heads, head_dim, block_size, seed=seed,
+                                scattered=scattered)
     times = {name: [] for name in fns}
     for i in range(repeats + 1):                       # round 0 warms up
         for name, fn in fns.items():
