@@ -89,6 +89,8 @@ def add_serve_parser(sub) -> None:
     e.add_argument('--block-size', type=int, default=16)
     e.add_argument('--num-kv-blocks', type=int, default=None)
     e.add_argument('--attention-backend', default='auto', choices=['auto', 'cpu-kernel', 'torch'])
+    e.add_argument('--fused-ops', default='auto', choices=['auto', 'on', 'off'],
+                   help='fused norms and RoPE in C (chapter 6b; auto: float32 on the CPU)')
     e.add_argument('--enable-prefix-caching', action=argparse.BooleanOptionalAction, default=None,
                    help='share the KV blocks of common prefixes (chapter 7; default: on)')
     e.add_argument('--enable-chunked-prefill', action=argparse.BooleanOptionalAction, default=True,
@@ -98,8 +100,8 @@ def add_serve_parser(sub) -> None:
 
 # %% ../nbs/90_cli.ipynb #1c8742ed
 ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens',
-               'block_size', 'num_kv_blocks', 'attention_backend', 'enable_prefix_caching',
-               'enable_chunked_prefill', 'long_prefill_token_threshold')
+               'block_size', 'num_kv_blocks', 'attention_backend', 'fused_ops',
+               'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold')
 
 def build_parser() -> argparse.ArgumentParser:
     "The `nanollmserve` command line: its two subcommands."

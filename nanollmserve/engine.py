@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from fastcore.basics import patch
@@ -159,6 +160,8 @@ class EngineArgs:
                                  f"must be at least {name}={least}, {why}")
         return budget
 
+    def make_model(self) -> tuple[CausalLM, Path]:
+        return load_model(self.model, dtype=self.dtype, device=self.device)
     def make_kv_cache(self, model: CausalLM, max_model_len: int):
         return ContiguousKVCache(model, self.max_num_seqs, max_model_len)
     def make_scheduler(self, cache, max_num_batched_tokens: int) -> Scheduler:
@@ -193,7 +196,7 @@ class LLMEngine:
 
     def __init__(self, model: str | None = None, **engine_args):
         args = self.args = self.args_class(model=model, **engine_args)
-        self.model, self.path = load_model(args.model, dtype=args.dtype, device=args.device)
+        self.model, self.path = args.make_model()
         self.tokenizer = load_tokenizer(self.path)
         self.eos_token_ids = set(load_eos_token_ids(self.path, self.tokenizer))
         limit = self.model.config.max_model_len

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from fastcore.basics import patch
 
 from .engine import LLM, LLMEngine
-from .kv_cache import BlockManager, PagedEngineArgs
+from .fused_ops import FusedOpsEngineArgs
+from .kv_cache import BlockManager
 from .replay import fresh_engine, replay, summarize, w1_workload
 from .sampling import SamplingParams
 
@@ -123,8 +124,8 @@ def stats(self: PrefixCachingBlockManager) -> dict:
 
 # %% ../nbs/07_prefix_caching.ipynb #48c6a6df
 @dataclass
-class PrefixCachingEngineArgs(PagedEngineArgs):
-    "The paged engine's arguments, plus prefix caching."
+class PrefixCachingEngineArgs(FusedOpsEngineArgs):
+    "The paged engine's arguments (with chapter 6b's fused operations), plus prefix caching."
     # share full blocks between sequences; default: on when paged
     enable_prefix_caching: bool | None = None
 
@@ -142,7 +143,7 @@ class PrefixCachingEngineArgs(PagedEngineArgs):
         return super().block_manager_class()
 
 class PrefixCachingLLMEngine(LLMEngine):
-    "The paged engine with prefix caching."
+    "The paged engine (fused operations included) with prefix caching."
     args_class = PrefixCachingEngineArgs
 
 class PrefixCachingLLM(LLM):
