@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,12 +16,15 @@ from fastcore.basics import patch
 from .chunked_prefill import ChunkedPrefillEngineArgs
 from .engine import LLM, LLMEngine, ModelRunner
 from .kv_cache import PagedAttention, PagedKVCache
-from .sampling import SamplerOutput, draw_tokens, sampling_probs
+from .loader import load_tokenizer
+from .sampling import (SamplerOutput, _gather_logprobs, apply_penalties, draw_tokens,
+                                   sampling_probs)
 
 # %% auto #0
 __all__ = ['ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'MultiTokenDecodeAttention', 'SpeculativeConfig',
-           'takes_drafts', 'SpecDecodeScheduler', 'SpecModelRunner', 'SpecPagedKVCache', 'SpecDecodeEngineArgs',
-           'SpecDecodeLLMEngine', 'SpecDecodeLLM']
+           'NgramProposer', 'takes_drafts', 'SpecDecodeScheduler', 'SpecModelRunner', 'SpecPagedKVCache',
+           'SpecDecodeEngineArgs', 'SpecDecodeEngine', 'SpecDecodeLLMEngine', 'SpecDecodeLLM', 'DraftState',
+           'DraftModelProposer', 'load_draft_proposer']
 
 # %% ../nbs/12_spec_decode.ipynb #c966ebd1
 def ngram_propose(token_ids: list[int], k: int, n_min: int = 1, n_max: int = 3) -> list[int]:
@@ -80,61 +83,93 @@ class MultiTokenDecodeAttention(PagedAttention):
 # %% ../nbs/12_spec_decode.ipynb #fe2ef003
 @dataclass
 class SpeculativeConfig:
-    "vLLM's `speculative_config`: the method and how many tokens to propose per step."
-    method: str = 'ngram'
-    num_speculative_tokens: int = 3
-    prompt_lookup_max: int = 3
-    prompt_lookup_min: int = 1
+    "vLLM's `speculative_config`: the method, how many tokens to propose per step, its settings."
+    method: str = 'ngram'                # 'ngram' or 'draft_model'
+    num_speculative_tokens: int = 3      # k
+    prompt_lookup_max: int = 3           # ngram: the longest suffix to look up
+    prompt_lookup_min: int = 1           # ngram: the shortest
+    model: str | None = None             # draft_model: a path or id, the target's tokenizer
 
     @classmethod
     def parse(cls, value: dict | str | None) -> SpeculativeConfig | None:
         "From a dict or its JSON; a ValueError that names what is wrong."
         if value is None or isinstance(value, cls): return value
-        d = json.loads(value) if isinstance(value, str) else dict(value)
+        bad = lambda msg: ValueError(f"invalid speculative_config: {msg}")
+        try: d = json.loads(value) if isinstance(value, str) else dict(value)
+        except (ValueError, TypeError) as e: raise bad(f"not a JSON object ({e})") from None
+        if not isinstance(d, dict): raise bad("not a JSON object")
         unknown = sorted(set(d) - {f.name for f in fields(cls)})
-        if unknown: raise ValueError(f"invalid speculative_config: unknown keys {unknown}")
+        if unknown: raise bad(f"unknown keys {unknown}")
         cfg = cls(**d)
-        if cfg.method != 'ngram':
-            raise ValueError(f"invalid speculative_config: method {cfg.method!r} "
-                             "(supported: 'ngram')")
+        if cfg.method not in ('ngram', 'draft_model'):
+            raise bad(f"method {cfg.method!r} (supported: 'ngram', 'draft_model')")
         for name in ('num_speculative_tokens', 'prompt_lookup_max', 'prompt_lookup_min'):
             v = getattr(cfg, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"invalid speculative_config: {name}={v!r} "
-                                 "must be an integer >= 1")
+                raise bad(f"{name}={v!r} must be an integer >= 1")
         if cfg.prompt_lookup_min > cfg.prompt_lookup_max:
-            raise ValueError("invalid speculative_config: prompt_lookup_min > prompt_lookup_max")
+            raise bad("prompt_lookup_min > prompt_lookup_max")
+        if (cfg.method == 'draft_model') != isinstance(cfg.model, str):
+            raise bad("'model' (a path or id) goes with method 'draft_model', and only with it")
         return cfg
 
 # %% ../nbs/12_spec_decode.ipynb #7a30e17a
+class NgramProposer:
+    "Drafts from the sequence's own tokens (prompt lookup)."
+    def __init__(self, spec: SpeculativeConfig): self.spec = spec
+    def propose(self, seqs, caps: list[int]) -> list[tuple[list[int], None]]:
+        "Up to `caps[i]` drafts for `seqs[i]`; no draft probabilities (q is one-hot)."
+        lo, hi = self.spec.prompt_lookup_min, self.spec.prompt_lookup_max
+        return [(ngram_propose(s.token_ids, c, lo, hi) if c else [], None)
+                for s, c in zip(seqs, caps)]
+    def free(self, seq) -> None: pass
+
 def takes_drafts(seq) -> bool:
-    p = seq.params
-    return not (p.has_penalties or p.logits_processors or p.logprobs is not None)
+    "Logits processors see one history per call: such requests decode one token at a time."
+    return not seq.params.logits_processors
 
 class SpecDecodeScheduler:
     "Mixed into the engine's scheduler: decoding sequences also feed their proposed drafts."
-    spec: SpeculativeConfig
+    proposer: NgramProposer            # or the draft model's, below
+    num_speculative_tokens: int
 
     def _schedule_decodes(self, out) -> None:
         super()._schedule_decodes(out)
-        budget, spec = self.max_num_batched_tokens - out.num_tokens, self.spec
-        for i, seq in enumerate(out.seqs[:out.num_decodes]):
-            seq.spec_token_ids = []
-            left = seq.max_tokens - seq.num_output_tokens - 1
-            cap = min(spec.num_speculative_tokens, left, budget)
-            if cap <= 0 or not takes_drafts(seq): continue
-            drafts = ngram_propose(seq.token_ids, cap, spec.prompt_lookup_min,
-                                   spec.prompt_lookup_max)
-            seq.spec_token_ids = drafts[:self._reserve(seq, len(drafts))]
-            out.num_new[i] += len(seq.spec_token_ids); budget -= len(seq.spec_token_ids)
+        budget, caps, seqs = self.max_num_batched_tokens - out.num_tokens, [], out.seqs[:out.num_decodes]
+        for seq in seqs:
+            seq.spec_token_ids, seq.spec_probs = [], None
+            left = seq.max_tokens - seq.num_output_tokens - 1     # the last token is never a draft
+            caps.append(max(0, min(self.num_speculative_tokens, left, budget)) if takes_drafts(seq) else 0)
+            budget -= caps[-1]
+        for i, (seq, (drafts, probs)) in enumerate(zip(seqs, self.proposer.propose(seqs, caps))):
+            n = self._reserve(seq, len(drafts))
+            seq.spec_token_ids, seq.spec_probs = drafts[:n], None if probs is None else probs[:n]
+            out.num_new[i] += n
+            self._trim(seq, n)
 
-    def _reserve(self, seq, n: int) -> int:
-        "Slots for up to `n` positions past the sequence's tokens, while blocks are free: how many."
-        for j in range(1, n + 1):
-            ahead = SimpleNamespace(num_tokens=seq.num_tokens + j, block_table=seq.block_table)
-            if not self.cache.can_append(ahead): return j - 1
-            self.cache.append(ahead)
-        return n
+    def _preempt(self, seq) -> None:
+        super()._preempt(seq); self.proposer.free(seq)
+    def finish(self, seq, reason: str) -> None:
+        super().finish(seq, reason); self.proposer.free(seq)
+
+# %% ../nbs/12_spec_decode.ipynb #c404a99d
+@patch
+def _reserve(self: SpecDecodeScheduler, seq, n: int) -> int:
+    "Slots for up to `n` positions past the sequence's tokens, while blocks are free: how many."
+    for j in range(1, n + 1):
+        ahead = SimpleNamespace(num_tokens=seq.num_tokens + j, block_table=seq.block_table)
+        if not self.cache.can_append(ahead): return j - 1
+        self.cache.append(ahead)                  # the managers' own append: one block at a time
+    return n
+
+@patch
+def _trim(self: SpecDecodeScheduler, seq, n: int) -> None:
+    "Give back blocks reserved for drafts in earlier steps that this step's `n` drafts do not need."
+    keep = self.cache.blocks_needed(seq.num_tokens + n)
+    if len(seq.block_table) > keep:
+        tail = SimpleNamespace(seq_id=None, block_table=seq.block_table[keep:])
+        del seq.block_table[keep:]
+        self.cache.free(tail)                     # unpublished blocks: back to the free list
 
 # %% ../nbs/12_spec_decode.ipynb #fa646c5a
 class SpecModelRunner(ModelRunner):
@@ -168,31 +203,47 @@ class SpecModelRunner(ModelRunner):
 def _verify(self: SpecModelRunner, sched, rows, logits):
     "Emit each sampled sequence's tokens; advance every sequence's computed count."
     for seq, n in zip(sched.seqs, sched.num_new):
-        seq.num_computed_tokens += n - len(getattr(seq, 'spec_token_ids', []) or [])
-    plain = [(seq, r) for (seq, _, drafts), r in zip(rows, self._row_starts(rows)) if not drafts]
+        seq.num_computed_tokens += n - len(getattr(seq, 'spec_token_ids', None) or [])
+    starts = self._row_starts(rows)
+    plain = [(seq, r) for (seq, _, drafts), r in zip(rows, starts) if not drafts]
     sampled = {}
     if plain:
-        out = self.sampler(logits[torch.tensor([r for _, r in plain])],
-                           [s.params for s, _ in plain], [s.generator for s, _ in plain])
-        errors = out.errors or [None] * len(plain)
-        for k, (seq, _) in enumerate(plain):
+        seqs = [s for s, _ in plain]
+        history = any(s.params.has_penalties or s.params.logits_processors for s in seqs)
+        out = self.sampler(logits[torch.tensor([r for _, r in plain])], [s.params for s in seqs],
+                           [s.generator for s in seqs],
+                           [s.prompt_token_ids for s in seqs] if history else None,
+                           [s.output_token_ids for s in seqs] if history else None)
+        errors = out.errors or [None] * len(seqs)
+        for k, seq in enumerate(seqs):
             sampled[seq.seq_id] = [(out.token_ids[k], out.logprobs[k], out.top_logprobs[k],
                                     errors[k])]
-    for (seq, _, drafts), r in zip(rows, self._row_starts(rows)):
+    for (seq, _, drafts), r in zip(rows, starts):
         if not drafts: continue
-        scores = logits[r:r + 1 + len(drafts)]
-        emitted = verify_greedy(scores, drafts) if seq.params.greedy else verify_drafts(
-            sampling_probs(scores, [seq.params] * len(scores)), drafts, None, seq.generator)
+        emitted, lps, tops = self._verify_one(seq, logits[r:r + 1 + len(drafts)], drafts)
         self.num_drafts += 1; self.num_draft_tokens += len(drafts)
         self.num_accepted_tokens += len(emitted) - 1
         self.accepted_per_pos += [0] * (len(drafts) - len(self.accepted_per_pos))
         for j in range(len(emitted) - 1): self.accepted_per_pos[j] += 1
         seq.num_computed_tokens += len(emitted) - 1      # the last token and the accepted drafts
-        seq.spec_token_ids = []
-        sampled[seq.seq_id] = [(t, None, None, None) for t in emitted]
+        seq.spec_token_ids, seq.spec_probs = [], None
+        sampled[seq.seq_id] = [(t, lp, top, None) for t, lp, top in zip(emitted, lps, tops)]
     seqs = [seq for seq, _, _ in rows for _ in sampled[seq.seq_id]]
     cols = list(zip(*[x for seq, _, _ in rows for x in sampled[seq.seq_id]]))
     return seqs, SamplerOutput(list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3]))
+
+@patch
+def _verify_one(self: SpecModelRunner, seq, scores: torch.Tensor, drafts: list[int]):
+    "One sequence's `1 + k` rows: the tokens it emits, with the target's logprobs."
+    p, rows = seq.params, len(drafts) + 1
+    scores = scores.float()
+    raw = scores.log_softmax(dim=-1) if p.logprobs is not None else None
+    if p.has_penalties:                        # row j has seen the drafts before it
+        outs = [seq.output_token_ids + drafts[:j] for j in range(rows)]
+        scores = apply_penalties(scores.clone(), [p] * rows, [seq.prompt_token_ids] * rows, outs)
+    emitted = verify_greedy(scores, drafts) if p.greedy else verify_drafts(
+        sampling_probs(scores, [p] * rows), drafts, seq.spec_probs, seq.generator)
+    return emitted, *_gather_logprobs(raw, emitted, [p] * len(emitted))
 
 @patch
 def _row_starts(self: SpecModelRunner, rows) -> list[int]:
@@ -227,17 +278,26 @@ class SpecDecodeEngineArgs(ChunkedPrefillEngineArgs):
         if self.spec:
             base = type(sched)
             sched.__class__ = type(f'Spec{base.__name__}', (SpecDecodeScheduler, base), {})
-            sched.spec = self.spec
+            sched.num_speculative_tokens = self.spec.num_speculative_tokens
         return sched
 
-class SpecDecodeLLMEngine(LLMEngine):
+    def make_proposer(self, engine):
+        "Prompt lookup, or the draft model (loaded and checked against the engine's model below)."
+        if self.spec.method == 'ngram': return NgramProposer(self.spec)
+        return load_draft_proposer(self, engine)
+
+# %% ../nbs/12_spec_decode.ipynb #1917782e
+class SpecDecodeEngine:
+    "Mixed into an engine class: with a `speculative_config`, a proposer and the verifying runner."
     args_class = SpecDecodeEngineArgs
     def __init__(self, model: str | None = None, **engine_args):
         super().__init__(model, **engine_args)
-        if self.args.spec: self.runner = SpecModelRunner(self.model, self.cache)
+        if self.args.spec:
+            self.runner = SpecModelRunner(self.model, self.cache)
+            self.scheduler.proposer = self.args.make_proposer(self)
 
     def stats(self) -> dict:
-        "Chapter 5's counts, and with speculation vLLM's counters, acceptance rate and length."
+        "The engine's counts, and with speculation vLLM's counters, acceptance rate and length."
         s, r = super().stats(), self.runner
         if not isinstance(r, SpecModelRunner): return s
         accepted = r.num_accepted_tokens
@@ -248,5 +308,107 @@ class SpecDecodeLLMEngine(LLMEngine):
                         spec_decode_acceptance_rate=accepted / max(r.num_draft_tokens, 1),
                         spec_decode_mean_acceptance_length=1 + accepted / max(r.num_drafts, 1))
 
+class SpecDecodeLLMEngine(SpecDecodeEngine, LLMEngine):
+    "The engine of chapters 5-8 with speculative decoding."
+
 class SpecDecodeLLM(LLM):
     engine_class = SpecDecodeLLMEngine
+
+# %% ../nbs/12_spec_decode.ipynb #cf8c977d
+class DraftState:
+    "What the draft's cache holds for one sequence: to that cache, a `Sequence`."
+    seq_id = None
+    def __init__(self): self.block_table, self.token_ids, self.num_real = [], [], 0
+    @property
+    def num_computed_tokens(self) -> int: return len(self.token_ids)   # K/V for these
+
+class DraftModelProposer:
+    "Drafts from a small model over its own paged KV cache."
+    def __init__(self, model, cache: PagedKVCache):
+        self.model, self.cache, self.states = model, cache, {}
+        self.device = next(model.parameters()).device
+
+    def free(self, seq) -> None:
+        st = self.states.pop(seq.seq_id, None)
+        if st: self.cache.free(st)
+
+    def _state(self, seq, cap: int) -> DraftState | None:
+        "The sequence's state, rolled back to the tokens it shares with `seq` and grown for `cap`."
+        st = self.states.setdefault(seq.seq_id, DraftState())
+        m, ids = st.num_real, st.token_ids
+        while m < min(len(ids), seq.num_tokens - 1) and ids[m] == seq.token_ids[m]: m += 1
+        del ids[m:]; st.num_real = m                  # the rest were drafts the target rejected
+        bs, need = self.cache.block_size, seq.num_tokens + cap - 1      # tokens, drafts but the last
+        if self.cache.blocks_needed(need) - len(st.block_table) > self.cache.num_free_blocks:
+            return None                               # the draft's cache is full: no drafts
+        while len(st.block_table) * bs < need:
+            self.cache.append(SimpleNamespace(num_tokens=len(st.block_table) * bs + 1,
+                                              block_table=st.block_table))
+        return st
+
+# %% ../nbs/12_spec_decode.ipynb #3b19facc
+@patch
+def _forward(self: DraftModelProposer, states: list[DraftState], feeds: list[list[int]]):
+    "Feed each state its tokens (one-token feeds first: the decodes); the logits of each last."
+    num_new = [len(f) for f in feeds]
+    pos = [p for st, f in zip(states, feeds)
+           for p in range(st.num_computed_tokens, st.num_computed_tokens + len(f))]
+    attn = self.cache.attention(states, num_new, sum(n == 1 for n in num_new))
+    hidden = self.model(torch.tensor([t for f in feeds for t in f], device=self.device),
+                        torch.tensor(pos, device=self.device), attn)
+    for st, f in zip(states, feeds): st.token_ids += f
+    last = torch.tensor(num_new, device=self.device).cumsum(0) - 1
+    return self.model.compute_logits(hidden[last])
+
+@patch
+def _draw(self: DraftModelProposer, logits: torch.Tensor, seqs) -> tuple[list[int], list]:
+    "A token per row: the argmax for greedy requests, else a sample from q (returned too)."
+    tokens, q = logits.argmax(dim=-1), [None] * len(seqs)
+    rnd = [i for i, s in enumerate(seqs) if not s.params.greedy]
+    if rnd:
+        probs = sampling_probs(logits[rnd].float(), [seqs[i].params for i in rnd])
+        tokens[rnd] = draw_tokens(probs, [seqs[i].generator for i in rnd])
+        for row, i in zip(probs, rnd): q[i] = row
+    return tokens.tolist(), q
+
+# %% ../nbs/12_spec_decode.ipynb #5a211af4
+@patch
+@torch.inference_mode()
+def propose(self: DraftModelProposer, seqs, caps: list[int]) -> list[tuple[list[int], object]]:
+    "Up to `caps[i]` drafts for `seqs[i]`, with the draft's probabilities (None: one-hot)."
+    out = [([], None) for _ in seqs]
+    work = [(i, s, c, st) for i, (s, c) in enumerate(zip(seqs, caps))
+            if c and (st := self._state(s, c)) is not None]
+    if not work: return out
+    work.sort(key=lambda w: w[1].num_tokens - w[3].num_computed_tokens > 1)   # decodes first
+    logits = self._forward([w[3] for w in work],
+                           [s.token_ids[st.num_computed_tokens:] for _, s, _, st in work])
+    for _, _, _, st in work: st.num_real = st.num_computed_tokens           # caught up
+    drafts, probs = {i: [] for i, *_ in work}, {i: [] for i, *_ in work}
+    while work:
+        tokens, q = self._draw(logits, [s for _, s, _, _ in work])
+        for (i, *_), t, row in zip(work, tokens, q): drafts[i].append(t); probs[i].append(row)
+        more = [n for n, (i, _, c, _) in enumerate(work) if len(drafts[i]) < c]
+        work = [work[n] for n in more]
+        if work: logits = self._forward([st for *_, st in work], [[tokens[n]] for n in more])
+    for i in drafts:
+        out[i] = drafts[i], None if probs[i][0] is None else torch.stack(probs[i])
+    return out
+
+# %% ../nbs/12_spec_decode.ipynb #55465e86
+def load_draft_proposer(args: SpecDecodeEngineArgs, engine) -> DraftModelProposer:
+    "The draft model of `args.speculative_config`, checked against the engine's model."
+    name = args.spec.model
+    bad = lambda msg: ValueError(f"invalid speculative_config: the draft model {name!r} {msg}")
+    try: draft, path = replace(args, model=name, speculative_config=None).make_model()
+    except (OSError, ValueError) as e: raise bad(f"could not be loaded: {e}") from None
+    vocab, target_vocab = draft.config.vocab_size, engine.model.config.vocab_size
+    if vocab != target_vocab: raise bad(f"has {vocab} token ids, the target {target_vocab}")
+    if load_tokenizer(path).get_vocab() != engine.tokenizer.get_vocab():
+        raise bad("has another tokenizer than the target")
+    if draft.config.max_model_len < engine.max_model_len:
+        raise bad(f"takes {draft.config.max_model_len} positions, fewer than max_model_len="
+                  f"{engine.max_model_len}")
+    cache = PagedKVCache(draft, engine.cache.block_size, engine.cache.num_blocks,
+                         attention_backend=args.attention_backend)
+    return DraftModelProposer(draft, cache)
