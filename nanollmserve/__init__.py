@@ -7,10 +7,10 @@ __version__ = "0.1.0"
 __all__ = ['LLM', 'SamplingParams', 'LLMEngine', 'EngineArgs', 'RequestOutput', 'CompletionOutput']
 
 # %% ../nbs/91_api.ipynb #8f889cb9
-from .chunked_prefill import ChunkedPrefillEngineArgs as EngineArgs
-from .chunked_prefill import ChunkedPrefillLLM as LLM
-from .chunked_prefill import ChunkedPrefillLLMEngine as LLMEngine
 from .engine import CompletionOutput, RequestOutput
 from .sampling import SamplingParams
+from .spec_decode import SpecDecodeEngineArgs as EngineArgs
+from .spec_decode import SpecDecodeLLM as LLM
+from .spec_decode import SpecDecodeLLMEngine as LLMEngine
 
 _all_ = ['LLM', 'SamplingParams', 'LLMEngine', 'EngineArgs', 'RequestOutput', 'CompletionOutput']

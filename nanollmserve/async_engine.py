@@ -44,9 +44,10 @@ class AsyncLLMEngine:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def from_engine_args(cls, model: str | None = None, **engine_args) -> AsyncLLMEngine:
-        "An async engine around the engine of chapters 5-8 (the package's `LLMEngine`)."
-        return cls(ChunkedPrefillLLMEngine(model, **engine_args))
+    def from_engine_args(cls, model: str | None = None, engine_class: type | None = None,
+                         **engine_args) -> AsyncLLMEngine:
+        "An async engine around `engine_class` (default: the engine of chapters 5-8)."
+        return cls((engine_class or ChunkedPrefillLLMEngine)(model, **engine_args))
 
     def start(self) -> None:
         if self._running: return

@@ -97,11 +97,16 @@ def add_serve_parser(sub) -> None:
                    help='split long prompts across steps (chapter 8; default: on)')
     e.add_argument('--long-prefill-token-threshold', type=int, default=0,
                    help='with chunked prefill: most tokens of a prompt per step (0: no cap)')
+    e.add_argument('--speculative-config', default=None, metavar='JSON',
+                   help='speculative decoding (chapter 12), vLLM\'s JSON: {"method": "ngram", '
+                        '"num_speculative_tokens": 3} or {"method": "draft_model", "model": PATH, '
+                        '"num_speculative_tokens": 3}')
 
 # %% ../nbs/90_cli.ipynb #1c8742ed
 ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens',
                'block_size', 'num_kv_blocks', 'attention_backend', 'fused_ops',
-               'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold')
+               'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold',
+               'speculative_config')
 
 def build_parser() -> argparse.ArgumentParser:
     "The `nanollmserve` command line: its two subcommands."
@@ -154,16 +159,19 @@ def build_serve_engine(args):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
     engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
+    from nanollmserve.spec_decode import SpecDecodeCoreEngine, SpecDecodeLLMEngine
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine
         if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-        return AsyncLLMEngine.from_engine_args(args.model, **engine_args)
+        return AsyncLLMEngine.from_engine_args(args.model, engine_class=SpecDecodeLLMEngine,
+                                               **engine_args)
     from nanollmserve.engine_core import EngineCoreClient
     threads = args.cpu_threads
     if threads is None and args.device == 'cpu' and not os.environ.get('OMP_NUM_THREADS'):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
         threads = cores if cores <= 2 else cores - 1     # beyond two cores, one for the API
-    return EngineCoreClient.from_engine_args(args.model, threads=threads, **engine_args)
+    return EngineCoreClient.from_engine_args(args.model, threads=threads,
+                                             engine_class=SpecDecodeCoreEngine, **engine_args)
 
 # %% ../nbs/90_cli.ipynb #8a43dbe4
 def run_serve(args) -> int:

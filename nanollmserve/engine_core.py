@@ -307,11 +307,11 @@ def crossing_cost(n: int = 128, times: int = 1000) -> dict:
 def send_msg(conn, msg) -> None: conn.send_bytes(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
 
 def run_engine_core(requests, outputs, model: str | None, engine_args: dict,
-                    threads: int | None = None) -> None:
+                    threads: int | None = None, engine_class: type | None = None) -> None:
     "The core process: build the engine, say `ready` (or why not), then loop until told to stop."
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the API process's to handle
     if threads: torch.set_num_threads(threads)
-    try: engine = CoreEngine(model, **engine_args)
+    try: engine = (engine_class or CoreEngine)(model, **engine_args)
     except Exception as e:
         send_msg(outputs, ('failed', f"{type(e).__name__}: {' '.join(str(e).split())}"))
         sys.exit(1)
@@ -357,13 +357,14 @@ class EngineStartupError(RuntimeError):
 class EngineCoreClient:
     "An engine core in its own process, with the interface of `AsyncLLMEngine`."
     def __init__(self, model: str | None = None, threads: int | None = None,
-                 startup_timeout: float = 600, **engine_args):
+                 startup_timeout: float = 600, engine_class: type | None = None, **engine_args):
         from nanollmserve.engine_core import run_engine_core   # spawn finds the target by name
         ctx = mp.get_context('spawn')
         theirs_in, self._requests = ctx.Pipe(duplex=False)
         self._outputs, theirs_out = ctx.Pipe(duplex=False)
         self.proc = ctx.Process(target=run_engine_core, name='nanollmserve-core', daemon=True,
-                                args=(theirs_in, theirs_out, model, engine_args, threads))
+                                args=(theirs_in, theirs_out, model, engine_args, threads,
+                                      engine_class))   # a CoreEngine subclass, or None
         self.proc.start()
         theirs_in.close(); theirs_out.close()
         facts = self._wait_ready(startup_timeout)
@@ -381,8 +382,8 @@ class EngineCoreClient:
 
     @classmethod
     def from_engine_args(cls, model: str | None = None, threads: int | None = None,
-                         **engine_args) -> EngineCoreClient:
-        return cls(model, threads, **engine_args)
+                         engine_class: type | None = None, **engine_args) -> EngineCoreClient:
+        return cls(model, threads, engine_class=engine_class, **engine_args)
 
 # %% ../nbs/11_engine_core.ipynb #d2258199
 @patch

@@ -69,7 +69,7 @@ def on_token(self: EngineMetrics, seq, now: float) -> None:
         self.ttft.observe(now - seq.arrival_time)
         self.queue_time.observe(self.first_scheduled.get(seq.seq_id, now) - seq.arrival_time)
         self.prompt_tokens.inc(seq.num_prompt_tokens)
-    else: self.itl.observe(now - last)
+    elif now > last: self.itl.observe(now - last)   # per step: several tokens in one are one gap
     self.last_token[seq.seq_id] = now
     self.generation_tokens.inc()
 
@@ -82,6 +82,7 @@ def on_finished(self: EngineMetrics, seq, now: float) -> None:
 # %% ../nbs/10_metrics.ipynb #dc453845
 class EngineStateCollector:
     "Gauges and running totals read from a `stats()` snapshot at scrape time."
+    extra_counters: dict[str, str] = {}   # later chapters' stats keys, with their help text
     def __init__(self, stats, model_name: str): self.stats, self.model_name = stats, model_name
 
     def collect(self):
@@ -103,3 +104,10 @@ class EngineStateCollector:
                      'Prompt tokens found in the prefix cache.', s.get('prefix_cache_hits', 0))
         yield family(CounterMetricFamily, 'num_preemptions',
                      'Sequences preempted (to be recomputed later).', s['num_preemptions'])
+        for name, doc in self.extra_counters.items():     # a list: one count per position
+            if name not in s: continue
+            if not isinstance(s[name], list): yield family(CounterMetricFamily, name, doc, s[name])
+            else:
+                m = CounterMetricFamily(PREFIX + name, doc, labels=['model_name', 'position'])
+                for pos, v in enumerate(s[name]): m.add_metric([self.model_name, str(pos)], v)
+                yield m

@@ -13,10 +13,13 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .chunked_prefill import ChunkedPrefillEngineArgs
-from .engine import LLM, LLMEngine, ModelRunner
+from .chunked_prefill import (ChunkedPrefillEngineArgs, ChunkedPrefillLLM,
+                                          ChunkedPrefillLLMEngine)
+from .engine import ModelRunner
+from .engine_core import CoreEngine
 from .kv_cache import PagedAttention, PagedKVCache
 from .loader import load_tokenizer
+from .metrics import EngineStateCollector
 from .sampling import (SamplerOutput, _gather_logprobs, apply_penalties, draw_tokens,
                                    sampling_probs)
 
@@ -24,7 +27,7 @@ from .sampling import (SamplerOutput, _gather_logprobs, apply_penalties, draw_to
 __all__ = ['ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'MultiTokenDecodeAttention', 'SpeculativeConfig',
            'NgramProposer', 'takes_drafts', 'SpecDecodeScheduler', 'SpecModelRunner', 'SpecPagedKVCache',
            'SpecDecodeEngineArgs', 'SpecDecodeEngine', 'SpecDecodeLLMEngine', 'SpecDecodeLLM', 'DraftState',
-           'DraftModelProposer', 'load_draft_proposer']
+           'DraftModelProposer', 'load_draft_proposer', 'SpecDecodeCoreEngine']
 
 # %% ../nbs/12_spec_decode.ipynb #c966ebd1
 def ngram_propose(token_ids: list[int], k: int, n_min: int = 1, n_max: int = 3) -> list[int]:
@@ -308,10 +311,10 @@ class SpecDecodeEngine:
                         spec_decode_acceptance_rate=accepted / max(r.num_draft_tokens, 1),
                         spec_decode_mean_acceptance_length=1 + accepted / max(r.num_drafts, 1))
 
-class SpecDecodeLLMEngine(SpecDecodeEngine, LLMEngine):
+class SpecDecodeLLMEngine(SpecDecodeEngine, ChunkedPrefillLLMEngine):
     "The engine of chapters 5-8 with speculative decoding."
 
-class SpecDecodeLLM(LLM):
+class SpecDecodeLLM(ChunkedPrefillLLM):
     engine_class = SpecDecodeLLMEngine
 
 # %% ../nbs/12_spec_decode.ipynb #cf8c977d
@@ -412,3 +415,13 @@ def load_draft_proposer(args: SpecDecodeEngineArgs, engine) -> DraftModelPropose
     cache = PagedKVCache(draft, engine.cache.block_size, engine.cache.num_blocks,
                          attention_backend=args.attention_backend)
     return DraftModelProposer(draft, cache)
+
+# %% ../nbs/12_spec_decode.ipynb #f49620c8
+class SpecDecodeCoreEngine(SpecDecodeEngine, CoreEngine):
+    "Chapter 11's engine core with speculative decoding."
+
+EngineStateCollector.extra_counters.update(
+    spec_decode_num_drafts='Verifications of drafts (one per sequence and step with drafts).',
+    spec_decode_num_draft_tokens='Draft tokens proposed.',
+    spec_decode_num_accepted_tokens='Draft tokens accepted.',
+    spec_decode_num_accepted_tokens_per_pos='Draft tokens accepted, by position in the draft.')
