@@ -6,10 +6,14 @@
 from __future__ import annotations
 
 import json
+import statistics
+import time
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import torch
 from fastcore.basics import patch
 
@@ -24,10 +28,11 @@ from .sampling import (SamplerOutput, _gather_logprobs, apply_penalties, draw_to
                                    sampling_probs)
 
 # %% auto #0
-__all__ = ['ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'MultiTokenDecodeAttention', 'SpeculativeConfig',
-           'NgramProposer', 'takes_drafts', 'SpecDecodeScheduler', 'SpecModelRunner', 'SpecPagedKVCache',
-           'SpecDecodeEngineArgs', 'SpecDecodeEngine', 'SpecDecodeLLMEngine', 'SpecDecodeLLM', 'DraftState',
-           'DraftModelProposer', 'load_draft_proposer', 'SpecDecodeCoreEngine']
+__all__ = ['SPEC_COUNTS', 'ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'MultiTokenDecodeAttention',
+           'verify_step_ms', 'SpeculativeConfig', 'NgramProposer', 'takes_drafts', 'SpecDecodeScheduler',
+           'SpecModelRunner', 'SpecPagedKVCache', 'SpecDecodeEngineArgs', 'SpecDecodeEngine', 'SpecDecodeLLMEngine',
+           'SpecDecodeLLM', 'DraftState', 'DraftModelProposer', 'load_draft_proposer', 'first_layers',
+           'SpecDecodeCoreEngine', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings']
 
 # %% ../nbs/12_spec_decode.ipynb #c966ebd1
 def ngram_propose(token_ids: list[int], k: int, n_min: int = 1, n_max: int = 3) -> list[int]:
@@ -82,6 +87,25 @@ class MultiTokenDecodeAttention(PagedAttention):
                 for s, n in zip(seqs[:d], num_new[:d]) for j in range(n)]
         super().__init__(cache, rows + list(seqs[d:]), [1] * len(rows) + list(num_new[d:]),
                          len(rows))
+
+# %% ../nbs/12_spec_decode.ipynb #93bfd7f0
+@torch.inference_mode()
+def verify_step_ms(model, batch: int, tokens: int, context: int = 128, repeats: int = 7) -> float:
+    "Median ms of one forward in which each of `batch` decoding sequences feeds `tokens` tokens."
+    bs = 16
+    cache = PagedKVCache(model, bs, num_blocks=batch * -(-(context + tokens) // bs))
+    seqs = [SimpleNamespace(num_tokens=context + tokens, block_table=[], num_computed_tokens=context)
+            for _ in range(batch)]
+    for s in seqs: cache.allocate(s)
+    ids = torch.randint(0, model.config.vocab_size, (batch * tokens,))
+    pos = torch.arange(context, context + tokens).repeat(batch)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.compute_logits(model(ids, pos, MultiTokenDecodeAttention(cache, seqs, [tokens] * batch,
+                                                                       batch)))
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
 
 # %% ../nbs/12_spec_decode.ipynb #fe2ef003
 @dataclass
@@ -416,6 +440,16 @@ def load_draft_proposer(args: SpecDecodeEngineArgs, engine) -> DraftModelPropose
                          attention_backend=args.attention_backend)
     return DraftModelProposer(draft, cache)
 
+# %% ../nbs/12_spec_decode.ipynb #9129d301
+def first_layers(path: Path, dest: Path, n: int = 1) -> Path:
+    "A draft cut from a checkpoint: its embeddings, first `n` layers and head (`transformers` writes it)."
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    m = AutoModelForCausalLM.from_pretrained(path)
+    m.model.layers, m.config.num_hidden_layers = m.model.layers[:n], n
+    if getattr(m.config, 'layer_types', None): m.config.layer_types = m.config.layer_types[:n]
+    m.save_pretrained(dest); AutoTokenizer.from_pretrained(path).save_pretrained(dest)
+    return dest
+
 # %% ../nbs/12_spec_decode.ipynb #f49620c8
 class SpecDecodeCoreEngine(SpecDecodeEngine, CoreEngine):
     "Chapter 11's engine core with speculative decoding."
@@ -425,3 +459,70 @@ EngineStateCollector.extra_counters.update(
     spec_decode_num_draft_tokens='Draft tokens proposed.',
     spec_decode_num_accepted_tokens='Draft tokens accepted.',
     spec_decode_num_accepted_tokens_per_pos='Draft tokens accepted, by position in the draft.')
+
+# %% ../nbs/12_spec_decode.ipynb #af566619
+SPEC_COUNTS = ('spec_decode_num_drafts', 'spec_decode_num_draft_tokens',
+               'spec_decode_num_accepted_tokens')
+
+def spec_run(llm, prompts, params) -> dict:
+    "One batch: mean TPOT (ms), output tokens/s, and the speculation counts it added."
+    before, start = llm.engine.stats(), time.perf_counter()
+    outs = llm.generate(prompts, params, use_tqdm=False)
+    wall, after = time.perf_counter() - start, llm.engine.stats()
+    n = [len(o.outputs[0].token_ids) for o in outs]
+    tpot = [(o.metrics['finished_time'] - o.metrics['first_token_time']) / (k - 1)
+            for o, k in zip(outs, n) if k > 1]
+    old = before.get('spec_decode_num_accepted_tokens_per_pos', [])
+    per_pos = [a - (old[i] if i < len(old) else 0)
+               for i, a in enumerate(after.get('spec_decode_num_accepted_tokens_per_pos', []))]
+    return dict(tpot_ms=1e3 * statistics.mean(tpot), tok_s=sum(n) / wall, per_pos=per_pos,
+                **{k: after.get(k, 0) - before.get(k, 0) for k in SPEC_COUNTS})
+
+# %% ../nbs/12_spec_decode.ipynb #2e6b045a
+def compare_spec(model: str, prompts, params, configs: dict, repeats: int = 3,
+                 **engine_args) -> list[dict]:
+    "Each configuration on the same batch, in turn, `repeats` times: medians, spread, acceptance."
+    llms = {name: SpecDecodeLLM(model, speculative_config=cfg, **engine_args)
+            for name, cfg in configs.items()}
+    for llm in llms.values(): llm.generate(prompts[:2], params, use_tqdm=False)     # warm up
+    runs = {name: [] for name in configs}
+    for _ in range(repeats):
+        for name, llm in llms.items(): runs[name].append(spec_run(llm, prompts, params))
+    rows = []
+    for name, rs in runs.items():
+        drafts, tokens, accepted = (sum(r[k] for r in rs) for k in SPEC_COUNTS)
+        per_pos = [sum(x) for x in zip(*[r['per_pos'] for r in rs])]
+        tpots = [r['tpot_ms'] for r in rs]
+        rows.append(dict(config=name, tpot_ms=statistics.median(tpots), tpot_min=min(tpots),
+                         tpot_max=max(tpots), tok_s=statistics.median(r['tok_s'] for r in rs),
+                         acceptance=accepted / tokens if tokens else None,
+                         mean_length=1 + accepted / drafts if drafts else 1.0,
+                         per_pos=[a / drafts for a in per_pos]))
+    return rows
+
+def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=(1, 8, 64),
+            repeats: int = 3, **engine_args) -> pd.DataFrame:
+    "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size."
+    rows = []
+    for b in batches:
+        configs = {0: None} | {k: {**method, 'num_speculative_tokens': k} for k in ks}
+        rows += [dict(batch=b, k=r.pop('config'), **r)
+                 for r in compare_spec(model, prompts[:b], params, configs, repeats, **engine_args)]
+    return pd.DataFrame(rows)
+
+# %% ../nbs/12_spec_decode.ipynb #70f3c3e1
+def untrained_like(model: str, dest: Path, seed: int = 0) -> Path:
+    "A float32 checkpoint of `model`'s shape and tokenizer with fresh weights (`transformers`' init)."
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from nanollmserve.loader import resolve_model_path
+    src = resolve_model_path(model)
+    torch.manual_seed(seed)
+    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(src)).float().save_pretrained(dest)
+    AutoTokenizer.from_pretrained(src).save_pretrained(dest)
+    return dest
+
+def help_openings(n: int, words: int = 6) -> list[str]:
+    "The first `words` words of `n` of Python's help topics (sorted by name)."
+    from nanollmserve.training import pydoc_topics
+    topics = pydoc_topics()
+    return [' '.join(topics[k].split()[:words]) for k in sorted(topics)][:n]
