@@ -501,13 +501,14 @@ def compare_spec(model: str, prompts, params, configs: dict, repeats: int = 3,
     return rows
 
 def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=(1, 8, 64),
-            repeats: int = 3, **engine_args) -> pd.DataFrame:
-    "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size."
+            repeats: int = 3, least: int = 4, **engine_args) -> pd.DataFrame:
+    "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size (at least `least` prompts)."
     rows = []
     for b in batches:
         configs = {0: None} | {k: {**method, 'num_speculative_tokens': k} for k in ks}
         rows += [dict(batch=b, k=r.pop('config'), **r)
-                 for r in compare_spec(model, prompts[:b], params, configs, repeats, **engine_args)]
+                 for r in compare_spec(model, prompts[:max(b, least)], params, configs, repeats,
+                                       max_num_seqs=b, **engine_args)]
     return pd.DataFrame(rows)
 
 # %% ../nbs/12_spec_decode.ipynb #70f3c3e1
@@ -522,7 +523,11 @@ def untrained_like(model: str, dest: Path, seed: int = 0) -> Path:
     return dest
 
 def help_openings(n: int, words: int = 6) -> list[str]:
-    "The first `words` words of `n` of Python's help topics (sorted by name)."
+    "The first `words` words of `n` of Python's help topics (sorted by name), after the title."
     from nanollmserve.training import pydoc_topics
-    topics = pydoc_topics()
-    return [' '.join(topics[k].split()[:words]) for k in sorted(topics)][:n]
+    topics, out = pydoc_topics(), []
+    for name in sorted(topics):
+        ws = topics[name].split()
+        under = next((i for i, w in enumerate(ws) if set(w) == {'*'}), -1)   # the title's underline
+        out.append(' '.join(ws[under + 1:under + 1 + words]))
+    return list(dict.fromkeys(out))[:n]                # each once
