@@ -94,16 +94,16 @@ def verify_step_ms(model, batch: int, tokens: int, context: int = 128, repeats: 
     "Median ms of one forward in which each of `batch` decoding sequences feeds `tokens` tokens."
     bs = 16
     cache = PagedKVCache(model, bs, num_blocks=batch * -(-(context + tokens) // bs))
-    seqs = [SimpleNamespace(num_tokens=context + tokens, block_table=[], num_computed_tokens=context)
-            for _ in range(batch)]
+    seqs = [SimpleNamespace(num_tokens=context + tokens, block_table=[],
+                            num_computed_tokens=context) for _ in range(batch)]
     for s in seqs: cache.allocate(s)
     ids = torch.randint(0, model.config.vocab_size, (batch * tokens,))
     pos = torch.arange(context, context + tokens).repeat(batch)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        model.compute_logits(model(ids, pos, MultiTokenDecodeAttention(cache, seqs, [tokens] * batch,
-                                                                       batch)))
+        attn = MultiTokenDecodeAttention(cache, seqs, [tokens] * batch, batch)
+        model.compute_logits(model(ids, pos, attn))
         times.append(time.perf_counter() - start)
     return 1e3 * statistics.median(times)
 
@@ -162,11 +162,13 @@ class SpecDecodeScheduler:
 
     def _schedule_decodes(self, out) -> None:
         super()._schedule_decodes(out)
-        budget, caps, seqs = self.max_num_batched_tokens - out.num_tokens, [], out.seqs[:out.num_decodes]
+        budget, caps = self.max_num_batched_tokens - out.num_tokens, []
+        seqs = out.seqs[:out.num_decodes]
         for seq in seqs:
             seq.spec_token_ids, seq.spec_probs = [], None
             left = seq.max_tokens - seq.num_output_tokens - 1     # the last token is never a draft
-            caps.append(max(0, min(self.num_speculative_tokens, left, budget)) if takes_drafts(seq) else 0)
+            cap = min(self.num_speculative_tokens, left, budget) if takes_drafts(seq) else 0
+            caps.append(max(0, cap))
             budget -= caps[-1]
         for i, (seq, (drafts, probs)) in enumerate(zip(seqs, self.proposer.propose(seqs, caps))):
             n = self._reserve(seq, len(drafts))
@@ -365,7 +367,7 @@ class DraftModelProposer:
         m, ids = st.num_real, st.token_ids
         while m < min(len(ids), seq.num_tokens - 1) and ids[m] == seq.token_ids[m]: m += 1
         del ids[m:]; st.num_real = m                  # the rest were drafts the target rejected
-        bs, need = self.cache.block_size, seq.num_tokens + cap - 1      # tokens, drafts but the last
+        bs, need = self.cache.block_size, seq.num_tokens + cap - 1    # all drafts but the last
         if self.cache.blocks_needed(need) - len(st.block_table) > self.cache.num_free_blocks:
             return None                               # the draft's cache is full: no drafts
         while len(st.block_table) * bs < need:
@@ -442,7 +444,7 @@ def load_draft_proposer(args: SpecDecodeEngineArgs, engine) -> DraftModelPropose
 
 # %% ../nbs/12_spec_decode.ipynb #9129d301
 def first_layers(path: Path, dest: Path, n: int = 1) -> Path:
-    "A draft cut from a checkpoint: its embeddings, first `n` layers and head (`transformers` writes it)."
+    "A draft cut from a checkpoint: its embeddings, first `n` layers and head."
     from transformers import AutoModelForCausalLM, AutoTokenizer
     m = AutoModelForCausalLM.from_pretrained(path)
     m.model.layers, m.config.num_hidden_layers = m.model.layers[:n], n
@@ -502,7 +504,7 @@ def compare_spec(model: str, prompts, params, configs: dict, repeats: int = 3,
 
 def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=(1, 8, 64),
             repeats: int = 3, least: int = 4, **engine_args) -> pd.DataFrame:
-    "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size (at least `least` prompts)."
+    "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size (`least` prompts at least)."
     rows = []
     for b in batches:
         configs = {0: None} | {k: {**method, 'num_speculative_tokens': k} for k in ks}
@@ -513,7 +515,7 @@ def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=
 
 # %% ../nbs/12_spec_decode.ipynb #70f3c3e1
 def untrained_like(model: str, dest: Path, seed: int = 0) -> Path:
-    "A float32 checkpoint of `model`'s shape and tokenizer with fresh weights (`transformers`' init)."
+    "A float32 checkpoint of `model`'s shape and tokenizer, with fresh weights (`transformers`')."
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from nanollmserve.loader import resolve_model_path
     src = resolve_model_path(model)
