@@ -504,7 +504,7 @@ def compare_spec(model: str, prompts, params, configs: dict, repeats: int = 3,
 
 def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=(1, 8, 64),
             repeats: int = 3, least: int = 4, **engine_args) -> pd.DataFrame:
-    "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size (`least` prompts at least)."
+    "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size (`least` prompts or more)"
     rows = []
     for b in batches:
         configs = {0: None} | {k: {**method, 'num_speculative_tokens': k} for k in ks}
