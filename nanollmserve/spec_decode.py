@@ -212,7 +212,7 @@ class SpecModelRunner(ModelRunner):
         d = sched.num_decodes
         if not any(getattr(s, 'spec_token_ids', None) for s in sched.seqs[:d]):
             return super().run(sched)
-        ids, pos, rows, off = [], [], [], 0      # rows: (seq, first logits row, rows, drafts)
+        ids, pos, rows, off = [], [], [], 0      # rows: (seq, its first row in the batch, drafts)
         for i, (seq, n) in enumerate(zip(sched.seqs, sched.num_new)):
             start = seq.num_computed_tokens
             drafts = seq.spec_token_ids if i < d else []
