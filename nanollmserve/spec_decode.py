@@ -29,10 +29,10 @@ from .sampling import (SamplerOutput, _gather_logprobs, apply_penalties, draw_to
 
 # %% auto #0
 __all__ = ['SPEC_COUNTS', 'ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'MultiTokenDecodeAttention',
-           'verify_step_ms', 'SpeculativeConfig', 'NgramProposer', 'takes_drafts', 'SpecDecodeScheduler',
-           'SpecModelRunner', 'SpecPagedKVCache', 'SpecDecodeEngineArgs', 'SpecDecodeEngine', 'SpecDecodeLLMEngine',
-           'SpecDecodeLLM', 'DraftState', 'DraftModelProposer', 'load_draft_proposer', 'first_layers',
-           'SpecDecodeCoreEngine', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings']
+           'verify_step_ms', 'SpeculativeConfig', 'NgramProposer', 'SpecDecodeScheduler', 'SpecModelRunner',
+           'SpecPagedKVCache', 'SpecDecodeEngineArgs', 'SpecDecodeEngine', 'SpecDecodeLLMEngine', 'SpecDecodeLLM',
+           'DraftState', 'DraftModelProposer', 'load_draft_proposer', 'first_layers', 'SpecDecodeCoreEngine',
+           'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings']
 
 # %% ../nbs/12_spec_decode.ipynb #c966ebd1
 def ngram_propose(token_ids: list[int], k: int, n_min: int = 1, n_max: int = 3) -> list[int]:
@@ -151,14 +151,14 @@ class NgramProposer:
                 for s, c in zip(seqs, caps)]
     def free(self, seq) -> None: pass
 
-def takes_drafts(seq) -> bool:
-    "Logits processors see one history per call: such requests decode one token at a time."
-    return not seq.params.logits_processors
-
 class SpecDecodeScheduler:
     "Mixed into the engine's scheduler: decoding sequences also feed their proposed drafts."
     proposer: NgramProposer            # or the draft model's, below
     num_speculative_tokens: int
+
+    def takes_drafts(self, seq) -> bool:
+        "Logits processors see one history per call: such requests decode one token at a time."
+        return not seq.params.logits_processors
 
     def _schedule_decodes(self, out) -> None:
         super()._schedule_decodes(out)
@@ -167,7 +167,7 @@ class SpecDecodeScheduler:
         for seq in seqs:
             seq.spec_token_ids, seq.spec_probs = [], None
             left = seq.max_tokens - seq.num_output_tokens - 1     # the last token is never a draft
-            cap = min(self.num_speculative_tokens, left, budget) if takes_drafts(seq) else 0
+            cap = min(self.num_speculative_tokens, left, budget) if self.takes_drafts(seq) else 0
             caps.append(max(0, cap))
             budget -= caps[-1]
         for i, (seq, (drafts, probs)) in enumerate(zip(seqs, self.proposer.propose(seqs, caps))):
@@ -238,11 +238,7 @@ def _verify(self: SpecModelRunner, sched, rows, logits):
     sampled = {}
     if plain:
         seqs = [s for s, _ in plain]
-        history = any(s.params.has_penalties or s.params.logits_processors for s in seqs)
-        out = self.sampler(logits[torch.tensor([r for _, r in plain])], [s.params for s in seqs],
-                           [s.generator for s in seqs],
-                           [s.prompt_token_ids for s in seqs] if history else None,
-                           [s.output_token_ids for s in seqs] if history else None)
+        out = self.sample(logits[torch.tensor([r for _, r in plain])], seqs)
         errors = out.errors or [None] * len(seqs)
         for k, seq in enumerate(seqs):
             sampled[seq.seq_id] = [(out.token_ids[k], out.logprobs[k], out.top_logprobs[k],

@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 
+import torch
 import xgrammar as xgr
+from fastcore.basics import patch
 
 from . import sampling
+from .spec_decode import SpecDecodeLLM, SpecDecodeLLMEngine
 
 # %% auto #0
 __all__ = ['CONSTRAINTS', 'SCHEMA_KEYWORDS', 'StructuredOutputsParams', 'SamplingParams', 'grammar_tokenizer_info',
-           'unsupported_keywords', 'GrammarCompiler']
+           'unsupported_keywords', 'GrammarCompiler', 'grammar_ready', 'GrammarWaitScheduler', 'matcher',
+           'MaskingRunner', 'StructuredOutputEngine', 'StructuredOutputLLMEngine', 'StructuredOutputLLM']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
 CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object')
@@ -115,8 +122,9 @@ class GrammarCompiler:
         self.info = grammar_tokenizer_info(tokenizer, vocab_size, stop_token_ids)
         self.compiler = xgr.GrammarCompiler(self.info, max_threads=threads)
 
-    def compile(self, so: StructuredOutputsParams) -> xgr.CompiledGrammar:
-        kind, c = so.kind, self.compiler
+    def parse(self, so: StructuredOutputsParams) -> xgr.Grammar:
+        "The constraint as an xgrammar grammar (fast, no tokenizer): a bad one raises here."
+        kind, ws = so.kind, not so.disable_any_whitespace
         bad = lambda why: sampling.SamplingParamsError(
             'structured_outputs', f"structured_outputs.{kind} is not usable: {why}")
         if kind == 'json':
@@ -125,13 +133,102 @@ class GrammarCompiler:
             if not isinstance(schema, dict): raise bad("a schema is a JSON object")
             if extra := unsupported_keywords(schema): raise bad(f"unsupported keywords {sorted(extra)}")
         try:
-            if kind == 'json': return c.compile_json_schema(
-                json.dumps(schema), any_whitespace=not so.disable_any_whitespace)
-            if kind == 'json_object': return c.compile_json_schema(
-                '{"type": "object"}', any_whitespace=not so.disable_any_whitespace)
-            if kind == 'regex': return c.compile_regex(so.regex)
-            if kind == 'choice': return c.compile_grammar(
+            if kind == 'json': return xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=ws)
+            if kind == 'json_object':
+                return xgr.Grammar.from_json_schema('{"type": "object"}', any_whitespace=ws)
+            if kind == 'regex': return xgr.Grammar.from_regex(so.regex)
+            if kind == 'choice': return xgr.Grammar.from_ebnf(
                 'root ::= ' + ' | '.join(json.dumps(x, ensure_ascii=False) for x in so.choice))
-            return c.compile_grammar(so.grammar)
+            return xgr.Grammar.from_ebnf(so.grammar)
         except (RuntimeError, ValueError) as e:      # xgrammar's: "[time] file.cc:line: reason"
             raise bad(re.sub(r'^\[[^\]]*\]\s*\S+:\d+:\s*', '', str(e)).strip()) from None
+
+    def compile(self, so: StructuredOutputsParams) -> xgr.CompiledGrammar:
+        "The grammar's token-level automaton for this tokenizer (cached by grammar)."
+        return self.compiler.compile_grammar(self.parse(so))
+
+# %% ../nbs/13_structured_output.ipynb #c5c329fc
+def grammar_ready(seq) -> bool:
+    "A sequence without a constraint, or whose grammar has compiled (or failed to)."
+    return getattr(seq, 'grammar', None) is None or seq.grammar.done()
+
+class GrammarWaitScheduler:
+    "Mixed into the engine's scheduler: admit past sequences whose grammar is still compiling."
+    def _admit(self, out, budget: int) -> None:
+        held = [s for s in self.waiting if not grammar_ready(s)]
+        if held: self.waiting = deque(s for s in self.waiting if grammar_ready(s))
+        super()._admit(out, budget)
+        self.waiting.extendleft(reversed(held))          # they keep their place in the queue
+
+    def takes_drafts(self, seq) -> bool:                  # chapter 12: one token at a time
+        return getattr(seq, 'grammar', None) is None and super().takes_drafts(seq)
+
+# %% ../nbs/13_structured_output.ipynb #a891d338
+def matcher(seq) -> xgr.GrammarMatcher:
+    "The sequence's matcher, made the first time it is needed."
+    if getattr(seq, 'grammar_matcher', None) is None:
+        seq.grammar_matcher = xgr.GrammarMatcher(seq.grammar.result())
+    return seq.grammar_matcher
+
+class MaskingRunner:
+    "Mixed into the engine's runner: constrained rows' logits are masked before sampling."
+    def sample(self, logits: torch.Tensor, seqs):
+        rows = [i for i, s in enumerate(seqs) if getattr(s, 'grammar', None) is not None]
+        if rows:
+            mask = xgr.allocate_token_bitmask(len(seqs), logits.shape[-1])
+            for i in rows: matcher(seqs[i]).fill_next_token_bitmask(mask, i)
+            xgr.apply_token_bitmask_inplace(logits, mask, vocab_size=logits.shape[-1], indices=rows)
+        return super().sample(logits, seqs)
+
+# %% ../nbs/13_structured_output.ipynb #ee05d200
+class StructuredOutputEngine:
+    "Mixed into an engine class: requests with `structured_outputs` decode under their grammar."
+    def __init__(self, model: str | None = None, **engine_args):
+        super().__init__(model, **engine_args)
+        self.grammars = GrammarCompiler(self.tokenizer, self.model.config.vocab_size,
+                                        sorted(self.eos_token_ids))
+        self.compiling = ThreadPoolExecutor(1, thread_name_prefix='nanollmserve-grammar')
+        self.num_grammars_compiled, self.grammar_compile_seconds = 0, 0.0
+        for obj, mixin in ((self.scheduler, GrammarWaitScheduler), (self.runner, MaskingRunner)):
+            base = type(obj)
+            obj.__class__ = type(f'{mixin.__name__}{base.__name__}', (mixin, base), {})
+
+    def _compile(self, grammar: xgr.Grammar) -> xgr.CompiledGrammar:
+        start = time.perf_counter()
+        compiled = self.grammars.compiler.compile_grammar(grammar)
+        self.grammar_compile_seconds += time.perf_counter() - start     # one worker: no race
+        self.num_grammars_compiled += 1
+        return compiled
+
+    def add_request(self, request_id: str, prompt, params=None, *args, **kwargs) -> None:
+        so = getattr(params, 'structured_outputs', None)
+        grammar = self.grammars.parse(so) if so else None      # a bad constraint: ValueError
+        super().add_request(request_id, prompt, params, *args, **kwargs)
+        if grammar is not None:
+            future = self.compiling.submit(self._compile, grammar)
+            for seq in self.requests[request_id].seqs: seq.grammar = future
+
+# %% ../nbs/13_structured_output.ipynb #7ae66135
+@patch
+def _append_token(self: StructuredOutputEngine, seq, token: int, logprob, top, now: float) -> None:
+    "Advance the sequence's matcher too; a complete grammar ends the sequence."
+    m = getattr(seq, 'grammar_matcher', None)
+    if m is not None and not m.accept_token(token):
+        raise RuntimeError(f"token {token} is not allowed by the grammar")   # the mask forbids it
+    super(StructuredOutputEngine, self)._append_token(seq, token, logprob, top, now)
+    if m is not None and m.is_terminated() and not seq.is_finished: self._finish(seq, 'stop')
+
+@patch
+def step(self: StructuredOutputEngine):
+    "Fail the requests whose grammar did not compile, then chapter 5's step."
+    for req in list(self.requests.values()):
+        f = getattr(req.seqs[0], 'grammar', None)
+        if f is not None and f.done() and f.exception() is not None:
+            self._fail(req, ValueError(f"structured_outputs could not be compiled: {f.exception()}"))
+    return super(StructuredOutputEngine, self).step()
+
+class StructuredOutputLLMEngine(StructuredOutputEngine, SpecDecodeLLMEngine):
+    "The engine of chapters 5-12 with structured outputs."
+
+class StructuredOutputLLM(SpecDecodeLLM):
+    engine_class = StructuredOutputLLMEngine
