@@ -155,8 +155,9 @@ def grammar_ready(seq) -> bool:
 class GrammarWaitScheduler:
     "Mixed into the engine's scheduler: admit past sequences whose grammar is still compiling."
     def _admit(self, out, budget: int) -> None:
-        held = [s for s in self.waiting if not grammar_ready(s)]
-        if held: self.waiting = deque(s for s in self.waiting if grammar_ready(s))
+        ready, held = deque(), []
+        for s in self.waiting: (ready if grammar_ready(s) else held).append(s)   # asked once each:
+        self.waiting = ready                                  # a compile may finish meanwhile
         super()._admit(out, budget)
         self.waiting.extendleft(reversed(held))          # they keep their place in the queue
 
