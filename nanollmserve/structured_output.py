@@ -21,8 +21,8 @@ from .spec_decode import SpecDecodeLLM, SpecDecodeLLMEngine
 
 # %% auto #0
 __all__ = ['CONSTRAINTS', 'SCHEMA_KEYWORDS', 'StructuredOutputsParams', 'SamplingParams', 'grammar_tokenizer_info',
-           'unsupported_keywords', 'GrammarCompiler', 'grammar_ready', 'GrammarWaitScheduler', 'matcher',
-           'MaskingRunner', 'StructuredOutputEngine', 'StructuredOutputLLMEngine', 'StructuredOutputLLM']
+           'unsupported_keywords', 'lengths_as_patterns', 'GrammarCompiler', 'grammar_ready', 'GrammarWaitScheduler',
+           'matcher', 'MaskingRunner', 'StructuredOutputEngine', 'StructuredOutputLLMEngine', 'StructuredOutputLLM']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
 CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object')
@@ -115,6 +115,18 @@ def unsupported_keywords(schema, found: set | None = None) -> set:
         for item in schema: unsupported_keywords(item, found)
     return found
 
+# %% ../nbs/13_structured_output.ipynb #9b109b21
+def lengths_as_patterns(schema):
+    "A copy of `schema` where a string's length bounds (and no pattern of its own) are a pattern."
+    if isinstance(schema, list): return [lengths_as_patterns(s) for s in schema]
+    if not isinstance(schema, dict): return schema
+    out = {k: (v if k in ('enum', 'const', 'default', 'examples', 'required')
+               else lengths_as_patterns(v)) for k, v in schema.items()}
+    if ('minLength' in out or 'maxLength' in out) and 'pattern' not in out:
+        lo, hi = out.pop('minLength', 0), out.pop('maxLength', '')
+        out['pattern'] = f'^.{{{lo},{hi}}}$'
+    return out
+
 # %% ../nbs/13_structured_output.ipynb #815d1219
 class GrammarCompiler:
     "Compiles output constraints for one tokenizer (xgrammar caches them); bad ones: a ValueError."
@@ -132,6 +144,7 @@ class GrammarCompiler:
             except ValueError as e: raise bad(f"not JSON ({e})") from None
             if not isinstance(schema, dict): raise bad("a schema is a JSON object")
             if extra := unsupported_keywords(schema): raise bad(f"unsupported keywords {sorted(extra)}")
+            schema = lengths_as_patterns(schema)
         try:
             if kind == 'json': return xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=ws)
             if kind == 'json_object':
