@@ -246,3 +246,11 @@ class StructuredOutputLLMEngine(StructuredOutputEngine, SpecDecodeLLMEngine):
 
 class StructuredOutputLLM(SpecDecodeLLM):
     engine_class = StructuredOutputLLMEngine
+
+# %% ../nbs/13_structured_output.ipynb #81eddac1
+@patch
+def stats(self: StructuredOutputEngine) -> dict:
+    "The engine's counts, plus the grammars compiled and the time they took."
+    return super(StructuredOutputEngine, self).stats() | dict(
+        num_grammars_compiled=self.num_grammars_compiled,
+        grammar_compile_seconds=self.grammar_compile_seconds)
