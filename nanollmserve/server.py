@@ -472,6 +472,13 @@ class ServerState:
             raise APIError(503, f"the server is busy: {waiting} requests are already waiting",
                            'ServiceUnavailableError')
 
+    def check_request(self, req) -> None:
+        "400 for request fields this server does not do (a later chapter's server does more)."
+        req.check_supported()
+    def sampling_params(self, req, max_tokens: int | None, logprobs: int | None = None):
+        "The engine's `SamplingParams` for a generation request."
+        return req.sampling_params(max_tokens, logprobs)
+
     async def generation(self, prompts: list, params: SamplingParams) -> Generation:
         "A started `Generation` of `prompts`, if the waiting queue has room."
         self.check_capacity()
@@ -481,7 +488,8 @@ class ServerState:
 
 # %% ../nbs/09a_server.ipynb #9c5bca8a
 def base_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
-             max_waiting: int | None = None, max_body_size: int = MAX_BODY_SIZE) -> FastAPI:
+             max_waiting: int | None = None, max_body_size: int = MAX_BODY_SIZE,
+             state_class: type[ServerState] = ServerState) -> FastAPI:
     "The application before its routes: the engine's lifespan, shared state, errors, guards."
     @asynccontextmanager
     async def lifespan(app):
@@ -491,7 +499,7 @@ def base_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None
 
     app = FastAPI(title='nanollmserve', version=__version__, lifespan=lifespan,
                   description="vLLM's OpenAI-compatible API, served by the engine of this book.")
-    app.state.server = ServerState(engine, served_model_name, api_key, max_waiting)
+    app.state.server = state_class(engine, served_model_name, api_key, max_waiting)
 
     @app.exception_handler(APIError)
     async def _api_error(request, e: APIError): return error_response(e)
@@ -591,13 +599,13 @@ class CompletionRequest(GenerationRequest):
 class CompletionHandler:
     "One /v1/completions call: checks the request against the server, then writes the answer."
     def __init__(self, state: ServerState, req: CompletionRequest):
-        state.check_model(req.model); req.check_supported()
+        state.check_model(req.model); state.check_request(req)
         if req.echo and req.logprobs is not None:
             raise bad_request("'logprobs' together with 'echo' is not supported "
                               "(prompt logprobs are not computed)", 'echo')
         self.state, self.prompts = state, engine_prompts(req.prompt)
         self.logprobs, self.echo, self.stream = req.logprobs, req.echo, req.stream
-        self.params = req.sampling_params(req.max_tokens, req.logprobs)
+        self.params = state.sampling_params(req, req.max_tokens, req.logprobs)
         self.include_usage = bool(req.stream_options and req.stream_options.include_usage)
         self.id, self.created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
 
@@ -701,13 +709,13 @@ class ChatRequest(GenerationRequest):
 class ChatHandler:
     "One /v1/chat/completions call: checks the request against the server, then writes the answer."
     def __init__(self, state: ServerState, req: ChatRequest):
-        state.check_model(req.model); req.check_supported()
+        state.check_model(req.model); state.check_request(req)
         self.state, self.prompt = state, chat_prompt(state.tokenizer, req.messages)
         self.want_logprobs, self.top = req.logprobs, req.top_logprobs or 0
         if self.top and not self.want_logprobs:
             raise bad_request("'top_logprobs' requires 'logprobs': true", 'top_logprobs')
-        self.params = req.sampling_params(req.max_completion_tokens or req.max_tokens,
-                                          self.top if self.want_logprobs else None)
+        self.params = state.sampling_params(req, req.max_completion_tokens or req.max_tokens,
+                                            self.top if self.want_logprobs else None)
         self.stream = req.stream
         self.include_usage = bool(req.stream_options and req.stream_options.include_usage)
         self.id, self.created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
@@ -831,11 +839,11 @@ class ResponsesRequest(GenerationRequest):
 class ResponsesHandler:
     "One /v1/responses call: checks the request against the server, then writes the answer."
     def __init__(self, state: ServerState, req: ResponsesRequest):
-        state.check_model(req.model); req.check_supported()
+        state.check_model(req.model); state.check_request(req)
         if req.n != 1: raise bad_request("'n' is not supported by the Responses API", 'n')
         self.state, self.req, self.stream = state, req, req.stream
         self.prompt = chat_prompt(state.tokenizer, req.chat_messages(), 'input')
-        self.params = req.sampling_params(req.max_output_tokens)
+        self.params = state.sampling_params(req, req.max_output_tokens)
         self.id, self.msg_id = f"resp_{uuid.uuid4().hex}", f"msg_{uuid.uuid4().hex}"
         self.created = int(time.time())
 
@@ -953,9 +961,10 @@ ROUTES = (add_info_routes, add_metrics_route, add_token_routes, add_completion_r
           add_chat_routes, add_responses_routes)
 
 def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
-              max_waiting: int | None = None, max_body_size: int = MAX_BODY_SIZE) -> FastAPI:
+              max_waiting: int | None = None, max_body_size: int = MAX_BODY_SIZE,
+              state_class: type[ServerState] = ServerState) -> FastAPI:
     "The FastAPI application serving `engine` under `served_model_name`."
-    app = base_app(engine, served_model_name, api_key, max_waiting, max_body_size)
+    app = base_app(engine, served_model_name, api_key, max_waiting, max_body_size, state_class)
     for add in ROUTES: add(app, app.state.server)
     return app
 

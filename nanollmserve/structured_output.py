@@ -21,8 +21,9 @@ from .spec_decode import SpecDecodeLLM, SpecDecodeLLMEngine
 
 # %% auto #0
 __all__ = ['CONSTRAINTS', 'SCHEMA_KEYWORDS', 'StructuredOutputsParams', 'SamplingParams', 'grammar_tokenizer_info',
-           'unsupported_keywords', 'lengths_as_patterns', 'GrammarCompiler', 'grammar_ready', 'GrammarWaitScheduler',
-           'matcher', 'MaskingRunner', 'StructuredOutputEngine', 'StructuredOutputLLMEngine', 'StructuredOutputLLM']
+           'unsupported_keywords', 'lengths_as_patterns', 'grammar_of', 'GrammarCompiler', 'grammar_ready',
+           'GrammarWaitScheduler', 'matcher', 'MaskingRunner', 'StructuredOutputEngine', 'StructuredOutputLLMEngine',
+           'StructuredOutputLLM', 'request_constraint', 'StructuredServerState']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
 CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object')
@@ -128,37 +129,37 @@ def lengths_as_patterns(schema):
     return out
 
 # %% ../nbs/13_structured_output.ipynb #815d1219
+def grammar_of(so: StructuredOutputsParams) -> xgr.Grammar:
+    "The constraint as an xgrammar grammar (fast, no tokenizer): a bad one raises here."
+    kind, ws = so.kind, not so.disable_any_whitespace
+    bad = lambda why: sampling.SamplingParamsError(
+        'structured_outputs', f"structured_outputs.{kind} is not usable: {why}")
+    if kind == 'json':
+        try: schema = json.loads(so.json) if isinstance(so.json, str) else so.json
+        except ValueError as e: raise bad(f"not JSON ({e})") from None
+        if not isinstance(schema, dict): raise bad("a schema is a JSON object")
+        if extra := unsupported_keywords(schema): raise bad(f"unsupported keywords {sorted(extra)}")
+        schema = lengths_as_patterns(schema)
+    try:
+        if kind == 'json': return xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=ws)
+        if kind == 'json_object':
+            return xgr.Grammar.from_json_schema('{"type": "object"}', any_whitespace=ws)
+        if kind == 'regex': return xgr.Grammar.from_regex(so.regex)
+        if kind == 'choice': return xgr.Grammar.from_ebnf(
+            'root ::= ' + ' | '.join(json.dumps(x, ensure_ascii=False) for x in so.choice))
+        return xgr.Grammar.from_ebnf(so.grammar)
+    except (RuntimeError, ValueError) as e:      # xgrammar's: "[time] file.cc:line: reason"
+        raise bad(re.sub(r'^\[[^\]]*\]\s*\S+:\d+:\s*', '', str(e)).strip()) from None
+
 class GrammarCompiler:
     "Compiles output constraints for one tokenizer (xgrammar caches them); bad ones: a ValueError."
     def __init__(self, tokenizer, vocab_size: int, stop_token_ids: list[int], threads: int = 2):
         self.info = grammar_tokenizer_info(tokenizer, vocab_size, stop_token_ids)
         self.compiler = xgr.GrammarCompiler(self.info, max_threads=threads)
 
-    def parse(self, so: StructuredOutputsParams) -> xgr.Grammar:
-        "The constraint as an xgrammar grammar (fast, no tokenizer): a bad one raises here."
-        kind, ws = so.kind, not so.disable_any_whitespace
-        bad = lambda why: sampling.SamplingParamsError(
-            'structured_outputs', f"structured_outputs.{kind} is not usable: {why}")
-        if kind == 'json':
-            try: schema = json.loads(so.json) if isinstance(so.json, str) else so.json
-            except ValueError as e: raise bad(f"not JSON ({e})") from None
-            if not isinstance(schema, dict): raise bad("a schema is a JSON object")
-            if extra := unsupported_keywords(schema): raise bad(f"unsupported keywords {sorted(extra)}")
-            schema = lengths_as_patterns(schema)
-        try:
-            if kind == 'json': return xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=ws)
-            if kind == 'json_object':
-                return xgr.Grammar.from_json_schema('{"type": "object"}', any_whitespace=ws)
-            if kind == 'regex': return xgr.Grammar.from_regex(so.regex)
-            if kind == 'choice': return xgr.Grammar.from_ebnf(
-                'root ::= ' + ' | '.join(json.dumps(x, ensure_ascii=False) for x in so.choice))
-            return xgr.Grammar.from_ebnf(so.grammar)
-        except (RuntimeError, ValueError) as e:      # xgrammar's: "[time] file.cc:line: reason"
-            raise bad(re.sub(r'^\[[^\]]*\]\s*\S+:\d+:\s*', '', str(e)).strip()) from None
-
     def compile(self, so: StructuredOutputsParams) -> xgr.CompiledGrammar:
         "The grammar's token-level automaton for this tokenizer (cached by grammar)."
-        return self.compiler.compile_grammar(self.parse(so))
+        return self.compiler.compile_grammar(grammar_of(so))
 
 # %% ../nbs/13_structured_output.ipynb #c5c329fc
 def grammar_ready(seq) -> bool:
@@ -216,7 +217,7 @@ class StructuredOutputEngine:
 
     def add_request(self, request_id: str, prompt, params=None, *args, **kwargs) -> None:
         so = getattr(params, 'structured_outputs', None)
-        grammar = self.grammars.parse(so) if so else None      # a bad constraint: ValueError
+        grammar = grammar_of(so) if so else None      # a bad constraint: ValueError
         super().add_request(request_id, prompt, params, *args, **kwargs)
         if grammar is not None:
             future = self.compiling.submit(self._compile, grammar)
@@ -254,3 +255,42 @@ def stats(self: StructuredOutputEngine) -> dict:
     return super(StructuredOutputEngine, self).stats() | dict(
         num_grammars_compiled=self.num_grammars_compiled,
         grammar_compile_seconds=self.grammar_compile_seconds)
+
+# %% ../nbs/13_structured_output.ipynb #db5ddb7f
+def request_constraint(req) -> StructuredOutputsParams | None:
+    "The output constraint of a request: vLLM's `structured_outputs`, with `response_format`'s."
+    from nanollmserve.server import bad_request
+    fmt, so = req.response_format or {}, dict(req.structured_outputs or {})
+    kind, field = fmt.get('type'), 'response_format' if fmt else 'structured_outputs'
+    unknown = sorted(set(so) - {f.name for f in fields(StructuredOutputsParams)})
+    if unknown: raise bad_request(f"structured_outputs has unknown fields {unknown}",
+                                  'structured_outputs')
+    if kind == 'json_object': so['json_object'] = True        # as vLLM: options of the extra
+    elif kind == 'json_schema':                                # field apply to response_format
+        schema = (fmt.get('json_schema') or {}).get('schema')
+        if not isinstance(schema, dict):
+            raise bad_request("response_format.json_schema.schema must be a JSON schema", field)
+        so['json'] = schema
+    elif kind not in (None, 'text'):
+        raise bad_request("response_format must be {'type': 'text'}, {'type': 'json_object'} "
+                          "or {'type': 'json_schema', 'json_schema': {'name', 'schema'}}", field)
+    if not so: return None
+    try:
+        so = StructuredOutputsParams(**so)
+        grammar_of(so)                                 # a bad constraint: 400 here
+        return so
+    except sampling.SamplingParamsError as e: raise bad_request(str(e), field) from None
+
+# %% ../nbs/13_structured_output.ipynb #8b9d6e69
+from .server import ServerState
+
+class StructuredServerState(ServerState):
+    "Chapter 9a's server state, which lets constraints through to the engine."
+    def check_request(self, req) -> None:
+        super().check_request(req.model_copy(update=dict(response_format=None,
+                                                          structured_outputs=None)))
+    def sampling_params(self, req, max_tokens: int | None, logprobs: int | None = None):
+        so, base = request_constraint(req), super().sampling_params(req, max_tokens, logprobs)
+        if so is None: return base
+        kw = {f.name: getattr(base, f.name) for f in fields(sampling.SamplingParams)}
+        return SamplingParams(**kw, structured_outputs=so)
