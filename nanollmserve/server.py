@@ -828,6 +828,13 @@ class ResponsesRequest(GenerationRequest):
     instructions: Text | None = Field(None, description='a system message in front')
     max_output_tokens: Count | None = Field(None, description='absent: the rest of the context')
     metadata: dict[Text, Text] | None = None
+    text: dict[str, Any] | None = Field(None, description="only {'format': {'type': 'text'}}")
+
+    def check_supported(self) -> None:
+        super().check_supported()
+        if ((self.text or {}).get('format') or {}).get('type') not in (None, 'text'):
+            raise bad_request("'text.format' other than text is not supported by this server",
+                              'text')
 
     def chat_messages(self) -> list[ChatMessage]:
         system = [ChatMessage(role='system', content=self.instructions)] * bool(self.instructions)

@@ -261,6 +261,8 @@ def request_constraint(req) -> StructuredOutputsParams | None:
     "The output constraint of a request: vLLM's `structured_outputs`, with `response_format`'s."
     from nanollmserve.server import bad_request
     fmt, so = req.response_format or {}, dict(req.structured_outputs or {})
+    if (text_format := (getattr(req, 'text', None) or {}).get('format')):   # the Responses API's
+        fmt = {'type': text_format.get('type'), 'json_schema': text_format}  # flat json_schema
     kind, field = fmt.get('type'), 'response_format' if fmt else 'structured_outputs'
     unknown = sorted(set(so) - {f.name for f in fields(StructuredOutputsParams)})
     if unknown: raise bad_request(f"structured_outputs has unknown fields {unknown}",
@@ -287,8 +289,9 @@ from .server import ServerState
 class StructuredServerState(ServerState):
     "Chapter 9a's server state, which lets constraints through to the engine."
     def check_request(self, req) -> None:
-        super().check_request(req.model_copy(update=dict(response_format=None,
-                                                          structured_outputs=None)))
+        fields = ('response_format', 'structured_outputs', 'text')      # what this server does
+        super().check_request(req.model_copy(
+            update={f: None for f in fields if f in type(req).model_fields}))
     def sampling_params(self, req, max_tokens: int | None, logprobs: int | None = None):
         so, base = request_constraint(req), super().sampling_params(req, max_tokens, logprobs)
         if so is None: return base
