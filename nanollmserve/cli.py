@@ -159,11 +159,12 @@ def build_serve_engine(args):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
     engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
-    from nanollmserve.spec_decode import SpecDecodeCoreEngine, SpecDecodeLLMEngine
+    from nanollmserve.structured_output import (StructuredOutputCoreEngine,
+                                                StructuredOutputLLMEngine)
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine
         if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-        return AsyncLLMEngine.from_engine_args(args.model, engine_class=SpecDecodeLLMEngine,
+        return AsyncLLMEngine.from_engine_args(args.model, engine_class=StructuredOutputLLMEngine,
                                                **engine_args)
     from nanollmserve.engine_core import EngineCoreClient
     threads = args.cpu_threads
@@ -171,13 +172,14 @@ def build_serve_engine(args):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
         threads = cores if cores <= 2 else cores - 1     # beyond two cores, one for the API
     return EngineCoreClient.from_engine_args(args.model, threads=threads,
-                                             engine_class=SpecDecodeCoreEngine, **engine_args)
+                                             engine_class=StructuredOutputCoreEngine, **engine_args)
 
 # %% ../nbs/90_cli.ipynb #8a43dbe4
 def run_serve(args) -> int:
     "The `serve` subcommand: build the engine, run the server until interrupted; the exit status."
     import uvicorn
     from nanollmserve.server import MAX_BODY_SIZE, build_app
+    from nanollmserve.structured_output import StructuredServerState
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError("--max-waiting must be >= 0")
     if args.max_body_size is not None and args.max_body_size < 1:
@@ -187,7 +189,8 @@ def run_serve(args) -> int:
     engine = build_serve_engine(args)
     name = args.served_model_name or args.model or DEFAULT_MODEL_NAME
     app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
-                    max_body_size=args.max_body_size or MAX_BODY_SIZE)
+                    max_body_size=args.max_body_size or MAX_BODY_SIZE,
+                    state_class=StructuredServerState)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
                                            log_level=args.log_level, timeout_graceful_shutdown=5))
     if args.engine_process:           # the core died: stop serving, and say so in the exit status

@@ -17,13 +17,13 @@ import xgrammar as xgr
 from fastcore.basics import patch
 
 from . import sampling
-from .spec_decode import SpecDecodeLLM, SpecDecodeLLMEngine
+from .spec_decode import SpecDecodeCoreEngine, SpecDecodeLLM, SpecDecodeLLMEngine
 
 # %% auto #0
 __all__ = ['CONSTRAINTS', 'SCHEMA_KEYWORDS', 'StructuredOutputsParams', 'SamplingParams', 'grammar_tokenizer_info',
            'unsupported_keywords', 'lengths_as_patterns', 'grammar_of', 'GrammarCompiler', 'grammar_ready',
            'GrammarWaitScheduler', 'matcher', 'MaskingRunner', 'StructuredOutputEngine', 'StructuredOutputLLMEngine',
-           'StructuredOutputLLM', 'request_constraint', 'StructuredServerState']
+           'StructuredOutputLLM', 'request_constraint', 'StructuredServerState', 'StructuredOutputCoreEngine']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
 CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object')
@@ -297,3 +297,6 @@ class StructuredServerState(ServerState):
         if so is None: return base
         kw = {f.name: getattr(base, f.name) for f in fields(sampling.SamplingParams)}
         return SamplingParams(**kw, structured_outputs=so)
+
+class StructuredOutputCoreEngine(StructuredOutputEngine, SpecDecodeCoreEngine):
+    "Chapter 11's engine core with speculative decoding and structured outputs."
