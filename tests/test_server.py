@@ -179,7 +179,7 @@ def post(server, path, body, **kw):
     ('/v1/completions', {'prompt': 'x', 'logit_bias': {'1': 5}}, 400, 'logit_bias'),
     ('/v1/completions', {'prompt': 'x', 'model': 'no-such-model'}, 404, 'model'),
     ('/v1/chat/completions', {'messages': []}, 400, 'messages'),
-    ('/v1/chat/completions', {'messages': [{'role': 'user', 'content': 'x'}], 'response_format': {'type': 'json_object'}}, 400, 'response_format'),
+    ('/v1/chat/completions', {'messages': [{'role': 'user', 'content': 'x'}], 'response_format': {'type': 'xml'}}, 400, 'response_format'),
     ('/v1/chat/completions', {'messages': [{'role': 'user', 'content': 'x'}], 'model': 'gpt-4'}, 404, 'model'),
     ('/v1/responses', {'input': 42}, 400, 'input'),
 ])
