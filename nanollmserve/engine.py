@@ -107,12 +107,15 @@ class ModelRunner:
         for seq, n in zip(seqs, num_new): seq.num_computed_tokens += n
         if not sampling: return [], None
         logits = self.model.compute_logits(hidden[torch.tensor(last, device=self.device)])
-        params = [s.params for s in sampling]
+        return sampling, self.sample(logits, sampling)
+
+    def sample(self, logits: torch.Tensor, seqs: list[Sequence]) -> SamplerOutput:
+        "Chapter 2's sampler, a row of `logits` per sequence (with their histories if needed)."
+        params = [s.params for s in seqs]
         history = any(p.has_penalties or p.logits_processors for p in params)
-        out = self.sampler(logits, params, [s.generator for s in sampling],
-                           [s.prompt_token_ids for s in sampling] if history else None,
-                           [s.output_token_ids for s in sampling] if history else None)
-        return sampling, out
+        return self.sampler(logits, params, [s.generator for s in seqs],
+                            [s.prompt_token_ids for s in seqs] if history else None,
+                            [s.output_token_ids for s in seqs] if history else None)
 
 # %% ../nbs/05a_engine.ipynb #2274d98a
 def is_pos_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool) and x > 0

@@ -238,11 +238,7 @@ def _verify(self: SpecModelRunner, sched, rows, logits):
     sampled = {}
     if plain:
         seqs = [s for s, _ in plain]
-        history = any(s.params.has_penalties or s.params.logits_processors for s in seqs)
-        out = self.sampler(logits[torch.tensor([r for _, r in plain])], [s.params for s in seqs],
-                           [s.generator for s in seqs],
-                           [s.prompt_token_ids for s in seqs] if history else None,
-                           [s.output_token_ids for s in seqs] if history else None)
+        out = self.sample(logits[torch.tensor([r for _, r in plain])], seqs)
         errors = out.errors or [None] * len(seqs)
         for k, seq in enumerate(seqs):
             sampled[seq.seq_id] = [(out.token_ids[k], out.logprobs[k], out.top_logprobs[k],
