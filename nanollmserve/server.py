@@ -32,13 +32,13 @@ __all__ = ['INT64', 'Text', 'Int64', 'Count', 'TokenId', 'UNSUPPORTED', 'REFUSED
            'MAX_BODY_SIZE', 'ERROR_TYPES', 'ERRORS', 'STREAMED', 'ROUTES', 'EDGE_INTS', 'EDGE_BODIES', 'APIError',
            'bad_request', 'error_response', 'valid_unicode', 'OpenAIModel', 'one_of', 'path_of', 'brief',
            'validation_error', 'SamplingRequest', 'StreamOptions', 'GenerationRequest', 'nonempty', 'engine_prompts',
-           'TextPart', 'ChatMessage', 'chat_prompt', 'Generation', 'collect', 'token_str', 'completion_logprobs',
-           'chat_logprobs', 'sse', 'event_stream', 'APIKeyMiddleware', 'BodyGuard', 'http_error', 'ErrorInfo',
-           'ErrorResponse', 'ServerState', 'base_app', 'add_info_routes', 'add_metrics_route', 'TokenizeRequest',
-           'TokenizeResponse', 'DetokenizeRequest', 'DetokenizeResponse', 'add_token_routes', 'CompletionRequest',
-           'CompletionHandler', 'Usage', 'CompletionLogprobs', 'CompletionChoice', 'Envelope', 'CompletionResponse',
-           'add_completion_routes', 'ChatRequest', 'ChatHandler', 'TopLogprob', 'TokenLogprob', 'ChatLogprobs',
-           'AssistantMessage', 'ChatChoice', 'ChatCompletionResponse', 'ChatDelta', 'ChatChunkChoice',
+           'TextPart', 'ChatMessage', 'chat_prompt', 'render_chat', 'Generation', 'collect', 'token_str',
+           'completion_logprobs', 'chat_logprobs', 'sse', 'event_stream', 'APIKeyMiddleware', 'BodyGuard', 'http_error',
+           'ErrorInfo', 'ErrorResponse', 'ServerState', 'base_app', 'add_info_routes', 'add_metrics_route',
+           'TokenizeRequest', 'TokenizeResponse', 'DetokenizeRequest', 'DetokenizeResponse', 'add_token_routes',
+           'CompletionRequest', 'CompletionHandler', 'Usage', 'CompletionLogprobs', 'CompletionChoice', 'Envelope',
+           'CompletionResponse', 'add_completion_routes', 'ChatRequest', 'ChatHandler', 'TopLogprob', 'TokenLogprob',
+           'ChatLogprobs', 'AssistantMessage', 'ChatChoice', 'ChatCompletionResponse', 'ChatDelta', 'ChatChunkChoice',
            'ChatCompletionChunk', 'add_chat_routes', 'InputMessage', 'ResponsesRequest', 'ResponsesHandler',
            'OutputText', 'OutputMessage', 'ResponseUsage', 'ResponseObject', 'add_responses_routes', 'build_app',
            'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema',
@@ -226,11 +226,15 @@ class ChatMessage(OpenAIModel):
 
 def chat_prompt(tokenizer, messages: list[ChatMessage], param: str = 'messages') -> dict:
     "Messages through the chat template: {'prompt': text, 'prompt_token_ids': ids}."
-    msgs = [{'role': 'system' if m.role == 'developer' else m.role, 'content': m.text()}
-            for m in messages]
+    return render_chat(tokenizer, [{'role': 'system' if m.role == 'developer' else m.role,
+                                    'content': m.text()} for m in messages], param)
+
+def render_chat(tokenizer, msgs: list[dict], param: str = 'messages', **template_args) -> dict:
+    "Message dicts through the chat template, with its extra arguments (a later chapter's)."
     if getattr(tokenizer, 'chat_template', None) is None:
         raise bad_request("this model's tokenizer has no chat template; use /v1/completions", param)
-    try: text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    try: text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
+                                              **template_args)
     except Exception as e:
         raise bad_request(f"the chat template failed on these messages: {e}", param) from None
     return {'prompt': text, 'prompt_token_ids': tokenizer.encode(text, add_special_tokens=False)}
@@ -710,7 +714,8 @@ class ChatHandler:
     "One /v1/chat/completions call: checks the request against the server, then writes the answer."
     def __init__(self, state: ServerState, req: ChatRequest):
         state.check_model(req.model); state.check_request(req)
-        self.state, self.prompt = state, chat_prompt(state.tokenizer, req.messages)
+        self.state = state
+        self.prompt = self.prompt_of(req)
         self.want_logprobs, self.top = req.logprobs, req.top_logprobs or 0
         if self.top and not self.want_logprobs:
             raise bad_request("'top_logprobs' requires 'logprobs': true", 'top_logprobs')
@@ -725,6 +730,10 @@ class ChatHandler:
              'choices': choices}
         if usage is not None: d['usage'] = usage
         return d
+
+    def prompt_of(self, req: ChatRequest) -> dict:
+        "The request's messages through the chat template."
+        return chat_prompt(self.state.tokenizer, req.messages)
 
     def logprobs(self, token_ids: list[int], logprobs: list[dict]) -> dict:
         return {'content': chat_logprobs(self.state.tokenizer, token_ids, logprobs, self.top)}
@@ -969,10 +978,10 @@ ROUTES = (add_info_routes, add_metrics_route, add_token_routes, add_completion_r
 
 def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
               max_waiting: int | None = None, max_body_size: int = MAX_BODY_SIZE,
-              state_class: type[ServerState] = ServerState) -> FastAPI:
+              state_class: type[ServerState] = ServerState, routes: tuple = ROUTES) -> FastAPI:
     "The FastAPI application serving `engine` under `served_model_name`."
     app = base_app(engine, served_model_name, api_key, max_waiting, max_body_size, state_class)
-    for add in ROUTES: add(app, app.state.server)
+    for add in routes: add(app, app.state.server)
     return app
 
 # %% ../nbs/09a_server.ipynb #e9f57bda

@@ -21,12 +21,13 @@ from .spec_decode import SpecDecodeCoreEngine, SpecDecodeLLM, SpecDecodeLLMEngin
 
 # %% auto #0
 __all__ = ['CONSTRAINTS', 'SCHEMA_KEYWORDS', 'StructuredOutputsParams', 'SamplingParams', 'grammar_tokenizer_info',
-           'unsupported_keywords', 'lengths_as_patterns', 'grammar_of', 'GrammarCompiler', 'grammar_ready',
-           'GrammarWaitScheduler', 'matcher', 'MaskingRunner', 'StructuredOutputEngine', 'StructuredOutputLLMEngine',
-           'StructuredOutputLLM', 'request_constraint', 'StructuredServerState', 'StructuredOutputCoreEngine']
+           'unsupported_keywords', 'tag_schemas', 'lengths_as_patterns', 'grammar_of', 'GrammarCompiler',
+           'grammar_ready', 'GrammarWaitScheduler', 'matcher', 'MaskingRunner', 'StructuredOutputEngine',
+           'StructuredOutputLLMEngine', 'StructuredOutputLLM', 'request_constraint', 'StructuredServerState',
+           'StructuredOutputCoreEngine']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
-CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object')
+CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object', 'structural_tag')
 
 @dataclass
 class StructuredOutputsParams:
@@ -36,6 +37,7 @@ class StructuredOutputsParams:
     choice: list[str] | None = None         # the output is one of these
     grammar: str | None = None              # an EBNF grammar, its start rule `root`
     json_object: bool | None = None         # any JSON object
+    structural_tag: dict | str | None = None  # xgrammar's tags (chapter 13a's tool calls)
     disable_any_whitespace: bool = False    # JSON: no free whitespace
 
     def __post_init__(self):
@@ -48,6 +50,8 @@ class StructuredOutputsParams:
             'structured_outputs', f"structured_outputs.{field} must be {what}")
         if self.json is not None and not isinstance(self.json, (dict, str)):
             raise bad('json', 'a JSON schema (an object, or its text)')
+        if self.structural_tag is not None and not isinstance(self.structural_tag, (dict, str)):
+            raise bad('structural_tag', 'a structural tag (an object, or its text)')
         for name in ('regex', 'grammar'):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, str) and v): raise bad(name, 'a non-empty string')
@@ -116,6 +120,15 @@ def unsupported_keywords(schema, found: set | None = None) -> set:
         for item in schema: unsupported_keywords(item, found)
     return found
 
+def tag_schemas(tag) -> list:
+    "The JSON schemas inside a structural tag (its `json_schema` formats, or legacy `schema`s)."
+    if isinstance(tag, list): return [s for t in tag for s in tag_schemas(t)]
+    if not isinstance(tag, dict): return []
+    if tag.get('type') == 'json_schema' and isinstance(tag.get('json_schema'), dict):
+        return [tag['json_schema']]
+    found = [tag['schema']] if isinstance(tag.get('schema'), dict) else []
+    return found + [s for k, v in tag.items() if k != 'schema' for s in tag_schemas(v)]
+
 # %% ../nbs/13_structured_output.ipynb #9b109b21
 def lengths_as_patterns(schema):
     "A copy of `schema` where a string's length bounds (and no pattern of its own) are a pattern."
@@ -134,14 +147,18 @@ def grammar_of(so: StructuredOutputsParams) -> xgr.Grammar:
     kind, ws = so.kind, not so.disable_any_whitespace
     bad = lambda why: sampling.SamplingParamsError(
         'structured_outputs', f"structured_outputs.{kind} is not usable: {why}")
-    if kind == 'json':
-        try: schema = json.loads(so.json) if isinstance(so.json, str) else so.json
+    if kind in ('json', 'structural_tag'):
+        spec = getattr(so, kind)
+        try: spec = json.loads(spec) if isinstance(spec, str) else spec
         except ValueError as e: raise bad(f"not JSON ({e})") from None
-        if not isinstance(schema, dict): raise bad("a schema is a JSON object")
-        if extra := unsupported_keywords(schema): raise bad(f"unsupported keywords {sorted(extra)}")
-        schema = lengths_as_patterns(schema)
+        if not isinstance(spec, dict): raise bad("a JSON object is needed")
+        schemas = [spec] if kind == 'json' else tag_schemas(spec)
+        if extra := set().union(*map(unsupported_keywords, schemas)):
+            raise bad(f"unsupported keywords {sorted(extra)}")
+        spec = lengths_as_patterns(spec)
     try:
-        if kind == 'json': return xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=ws)
+        if kind == 'json': return xgr.Grammar.from_json_schema(json.dumps(spec), any_whitespace=ws)
+        if kind == 'structural_tag': return xgr.Grammar.from_structural_tag(json.dumps(spec))
         if kind == 'json_object':
             return xgr.Grammar.from_json_schema('{"type": "object"}', any_whitespace=ws)
         if kind == 'regex': return xgr.Grammar.from_regex(so.regex)
