@@ -7,23 +7,27 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import torch
 import xgrammar as xgr
 from fastcore.basics import patch
 
 from . import sampling
+from .cpu_kernel import compare_throughput
 from .spec_decode import SpecDecodeCoreEngine, SpecDecodeLLM, SpecDecodeLLMEngine
+from .spec_decode import verify_step_ms
 
 # %% auto #0
 __all__ = ['CONSTRAINTS', 'SCHEMA_KEYWORDS', 'StructuredOutputsParams', 'SamplingParams', 'grammar_tokenizer_info',
            'unsupported_keywords', 'tag_schemas', 'lengths_as_patterns', 'grammar_of', 'GrammarCompiler',
-           'grammar_ready', 'GrammarWaitScheduler', 'matcher', 'MaskingRunner', 'StructuredOutputEngine',
-           'StructuredOutputLLMEngine', 'StructuredOutputLLM', 'request_constraint', 'StructuredServerState',
+           'grammar_ready', 'GrammarWaitScheduler', 'matcher', 'mask_logits', 'MaskingRunner', 'StructuredOutputEngine',
+           'StructuredOutputLLMEngine', 'StructuredOutputLLM', 'grammar_compile_times', 'decode_step_times',
+           'mask_step_times', 'constrained_throughput', 'request_constraint', 'StructuredServerState',
            'StructuredOutputCoreEngine']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
@@ -202,14 +206,18 @@ def matcher(seq) -> xgr.GrammarMatcher:
         seq.grammar_matcher = xgr.GrammarMatcher(seq.grammar.result())
     return seq.grammar_matcher
 
+def mask_logits(logits: torch.Tensor, seqs) -> None:
+    "In place: each constrained row's tokens that its grammar does not allow next get `-inf`."
+    rows = [i for i, s in enumerate(seqs) if getattr(s, 'grammar', None) is not None]
+    if rows:
+        mask = xgr.allocate_token_bitmask(len(seqs), logits.shape[-1])
+        for i in rows: matcher(seqs[i]).fill_next_token_bitmask(mask, i)
+        xgr.apply_token_bitmask_inplace(logits, mask, vocab_size=logits.shape[-1], indices=rows)
+
 class MaskingRunner:
     "Mixed into the engine's runner: constrained rows' logits are masked before sampling."
     def sample(self, logits: torch.Tensor, seqs):
-        rows = [i for i, s in enumerate(seqs) if getattr(s, 'grammar', None) is not None]
-        if rows:
-            mask = xgr.allocate_token_bitmask(len(seqs), logits.shape[-1])
-            for i in rows: matcher(seqs[i]).fill_next_token_bitmask(mask, i)
-            xgr.apply_token_bitmask_inplace(logits, mask, vocab_size=logits.shape[-1], indices=rows)
+        mask_logits(logits, seqs)
         return super().sample(logits, seqs)
 
 # %% ../nbs/13_structured_output.ipynb #ee05d200
@@ -272,6 +280,84 @@ def stats(self: StructuredOutputEngine) -> dict:
     return super(StructuredOutputEngine, self).stats() | dict(
         num_grammars_compiled=self.num_grammars_compiled,
         grammar_compile_seconds=self.grammar_compile_seconds)
+
+# %% ../nbs/13_structured_output.ipynb #e90d4e70
+def grammar_compile_times(compiler: GrammarCompiler, constraints: dict, repeats: int = 5,
+                          threads: int = 2) -> list[dict]:
+    """Median ms per constraint (a dict of them, by name) to parse it (`grammar_of`), to compile it
+    cold (a fresh xgrammar compiler each time) and cached (on `compiler`), and the grammar's kB."""
+    rows, ms = [], lambda ts: 1e3 * statistics.median(ts)
+    for name, so in constraints.items():
+        compiler.compile(so)                                   # now in `compiler`'s cache
+        parse, cold, cached = [], [], []
+        for _ in range(repeats):
+            start = time.perf_counter(); grammar = grammar_of(so)
+            parse.append(time.perf_counter() - start)
+            fresh = xgr.GrammarCompiler(compiler.info, max_threads=threads)
+            start = time.perf_counter(); compiled = fresh.compile_grammar(grammar)
+            cold.append(time.perf_counter() - start)
+            start = time.perf_counter(); compiler.compiler.compile_grammar(grammar)
+            cached.append(time.perf_counter() - start)
+        rows.append(dict(constraint=name, parse_ms=ms(parse), cold_ms=ms(cold),
+                         cached_ms=ms(cached), kB=compiled.memory_size_bytes / 1e3))
+    return rows
+
+# %% ../nbs/13_structured_output.ipynb #91d19821
+def decode_step_times(llm, prompts, params, steps: int = 16) -> dict:
+    """Median ms of the engine's step and, timed apart just before it, of `mask_logits` on the
+    running sequences, over up to `steps` decode steps in which every prompt's sequence runs."""
+    eng, vocab = llm.engine, llm.engine.model.config.vocab_size
+    for i, p in enumerate(prompts): eng.add_request(f'decode-step-{i}', p, params)
+    sched, step_s, mask_s, context = eng.scheduler, [], [], []
+    prompting = lambda: any(s.num_computed_tokens < s.num_prompt_tokens
+                            for s in [*sched.running, *sched.waiting])
+    while prompting(): eng.step()               # until every prompt is in (its grammar compiled)
+    while len(step_s) < steps and len(sched.running) == len(prompts):
+        running = list(sched.running)
+        logits = torch.zeros(len(running), vocab)
+        start = time.perf_counter(); mask_logits(logits, running)
+        mask_s.append(time.perf_counter() - start)
+        context.append(statistics.mean(s.num_tokens for s in running))
+        start = time.perf_counter(); eng.step()
+        step_s.append(time.perf_counter() - start)
+    for rid in list(eng.requests): eng.abort_request(rid)
+    if not step_s: raise RuntimeError("no decode step ran every prompt's sequence")
+    ms = lambda ts: 1e3 * statistics.median(ts)
+    return dict(step_ms=ms(step_s), mask_ms=ms(mask_s), steps=len(step_s),
+                context=statistics.mean(context))
+
+def mask_step_times(llm, prompts, params: SamplingParams, steps: int = 16) -> dict:
+    """At one batch: the model's forward alone, the engine's decode step without `params`'
+    constraint and with it, and the mask's part of the latter (median ms)."""
+    free = decode_step_times(llm, prompts, replace(params, structured_outputs=None), steps)
+    held = decode_step_times(llm, prompts, params, steps)
+    forward = verify_step_ms(llm.engine.model, len(prompts), 1, context=round(held['context']))
+    return dict(batch=len(prompts), forward_ms=forward, step_free_ms=free['step_ms'],
+                step_constrained_ms=held['step_ms'], mask_ms=held['mask_ms'],
+                mask_share=held['mask_ms'] / held['step_ms'],
+                steps=min(free['steps'], held['steps']))
+
+# %% ../nbs/13_structured_output.ipynb #5dbde4ae
+def constrained_throughput(llm, prompts, params: SamplingParams, repeats: int = 3) -> dict:
+    """The prompts without `params`' constraint and with it, in turn, `repeats` times: per side,
+    each run's output tok/s, output tokens and requests ended by `stop`; the last run's texts."""
+    runs = {'free': [], 'constrained': []}
+    def runner(name: str, p: SamplingParams):
+        def run() -> tuple[int, float]:
+            start = time.perf_counter()
+            outs = llm.generate(prompts, p, use_tqdm=False)
+            seconds, done = time.perf_counter() - start, [o.outputs[0] for o in outs]
+            runs[name].append(dict(tokens=sum(len(c.token_ids) for c in done),
+                                   stops=sum(c.finish_reason == 'stop' for c in done),
+                                   texts=[c.text for c in done]))
+            return runs[name][-1]['tokens'], seconds
+        return run
+    sides = {'free': replace(params, structured_outputs=None), 'constrained': params}
+    for p in sides.values(): llm.generate(prompts[:2], p, use_tqdm=False)  # warm up, compile
+    tok_s = compare_throughput({name: runner(name, p) for name, p in sides.items()}, repeats)
+    return {name: dict(tok_s=tok_s[name], tokens=[r['tokens'] for r in rs],
+                       stops=[r['stops'] for r in rs], texts=rs[-1]['texts'])
+            for name, rs in runs.items()}
 
 # %% ../nbs/13_structured_output.ipynb #db5ddb7f
 def request_constraint(req) -> StructuredOutputsParams | None:
