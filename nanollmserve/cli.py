@@ -80,6 +80,10 @@ def add_serve_parser(sub) -> None:
                         "set, is kept)")
     s.add_argument('--engine-process', action=argparse.BooleanOptionalAction, default=True,
                    help='run the engine core in a process of its own (chapter 11; default: on)')
+    s.add_argument('--tool-call-parser', default='hermes', choices=['hermes'],
+                   help="the syntax of tool calls: Hermes' and Qwen's <tool_call> (chapter 13a)")
+    s.add_argument('--enable-auto-tool-choice', action='store_true',
+                   help="taken for vLLM's command lines: tool_choice 'auto' is always served")
     e = s.add_argument_group('engine arguments')
     e.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
     e.add_argument('--device', default='cpu')
@@ -178,8 +182,8 @@ def build_serve_engine(args):
 def run_serve(args) -> int:
     "The `serve` subcommand: build the engine, run the server until interrupted; the exit status."
     import uvicorn
-    from nanollmserve.server import MAX_BODY_SIZE, build_app
-    from nanollmserve.structured_output import StructuredServerState
+    from nanollmserve.server import MAX_BODY_SIZE
+    from nanollmserve.tool_calls import build_app         # chapters 9a, 13 and 13a
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError("--max-waiting must be >= 0")
     if args.max_body_size is not None and args.max_body_size < 1:
@@ -189,8 +193,7 @@ def run_serve(args) -> int:
     engine = build_serve_engine(args)
     name = args.served_model_name or args.model or DEFAULT_MODEL_NAME
     app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
-                    max_body_size=args.max_body_size or MAX_BODY_SIZE,
-                    state_class=StructuredServerState)
+                    max_body_size=args.max_body_size or MAX_BODY_SIZE)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
                                            log_level=args.log_level, timeout_graceful_shutdown=5))
     if args.engine_process:           # the core died: stop serving, and say so in the exit status

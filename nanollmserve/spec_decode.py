@@ -13,7 +13,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-import pandas as pd
 import torch
 from fastcore.basics import patch
 
@@ -499,8 +498,9 @@ def compare_spec(model: str, prompts, params, configs: dict, repeats: int = 3,
     return rows
 
 def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=(1, 8, 64),
-            repeats: int = 3, least: int = 4, **engine_args) -> pd.DataFrame:
+            repeats: int = 3, least: int = 4, **engine_args):
     "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size (`least` prompts or more)"
+    import pandas as pd                       # a table for the book (pandas: a dev requirement)
     rows = []
     for b in batches:
         configs = {0: None} | {k: {**method, 'num_speculative_tokens': k} for k in ks}
