@@ -58,7 +58,8 @@ class StructuredOutputsParams:
             raise bad('structural_tag', 'a structural tag (an object, or its text)')
         for name in ('regex', 'grammar'):
             v = getattr(self, name)
-            if v is not None and not (isinstance(v, str) and v): raise bad(name, 'a non-empty string')
+            if v is not None and not (isinstance(v, str) and v):
+                raise bad(name, 'a non-empty string')
         if self.choice is not None and not (isinstance(self.choice, list) and self.choice
                                             and all(isinstance(c, str) for c in self.choice)):
             raise bad('choice', 'a non-empty list of strings')
@@ -67,7 +68,8 @@ class StructuredOutputsParams:
             raise bad('disable_any_whitespace', 'a boolean')
 
     @property
-    def kind(self) -> str: return next(f for f in CONSTRAINTS if getattr(self, f) not in (None, False))
+    def kind(self) -> str:
+        return next(f for f in CONSTRAINTS if getattr(self, f) not in (None, False))
 
 # %% ../nbs/13_structured_output.ipynb #957a5809
 @dataclass
@@ -88,7 +90,8 @@ class SamplingParams(sampling.SamplingParams):
                                                'structured_outputs must be StructuredOutputsParams')
 
 # %% ../nbs/13_structured_output.ipynb #f0be5622
-def grammar_tokenizer_info(tokenizer, vocab_size: int, stop_token_ids: list[int]) -> xgr.TokenizerInfo:
+def grammar_tokenizer_info(tokenizer, vocab_size: int,
+                           stop_token_ids: list[int]) -> xgr.TokenizerInfo:
     "xgrammar's view of the tokenizer: each id's text, special tokens without any, our stop tokens."
     base = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size,
                                               stop_token_ids=sorted(stop_token_ids))
@@ -264,7 +267,8 @@ def step(self: StructuredOutputEngine):
     for req in list(self.requests.values()):
         f = getattr(req.seqs[0], 'grammar', None)
         if f is not None and f.done() and f.exception() is not None:
-            self._fail(req, ValueError(f"structured_outputs could not be compiled: {f.exception()}"))
+            why = f"structured_outputs could not be compiled: {f.exception()}"
+            self._fail(req, ValueError(why))
     return super(StructuredOutputEngine, self).step()
 
 class StructuredOutputLLMEngine(StructuredOutputEngine, SpecDecodeLLMEngine):

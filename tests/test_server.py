@@ -210,10 +210,11 @@ def test_openapi_documents_every_body(server):
     spec = httpx.get(server.url + '/openapi.json').json()
     bodies = {p: ops['post']['requestBody']['content']['application/json']['schema']['$ref'].split('/')[-1]
               for p, ops in spec['paths'].items() if 'post' in ops}
-    assert bodies == {'/v1/completions': 'CompletionRequest', '/v1/chat/completions': 'ChatRequest',
+    assert bodies == {'/v1/completions': 'CompletionRequest', '/v1/chat/completions': 'ToolChatRequest',
                       '/v1/responses': 'ResponsesRequest', '/tokenize': 'TokenizeRequest',
-                      '/detokenize': 'DetokenizeRequest'}
-    assert 'messages' in spec['components']['schemas']['ChatRequest']['required']
+                      '/detokenize': 'DetokenizeRequest'}        # chat: chapter 13a's, with tools
+    assert 'messages' in spec['components']['schemas']['ToolChatRequest']['required']
+    assert 'tool_calls' in spec['components']['schemas']['ToolAssistantMessage']['properties']
     docs = httpx.get(server.url + '/docs')
     assert docs.status_code == 200 and '/openapi.json' in docs.text
 

@@ -5,7 +5,8 @@
 
 Like `jupyter nbconvert --execute --inplace`, but cells marked `#| eval: false` are skipped, as nbdev_test
 and Quarto skip them. Slow cells run (their outputs are the plots); `#| gpu` cells are skipped unless
---gpu is given. A cell that raises stops the run and nothing is written.
+--gpu is given; with --keep bench, cells flagged `#| bench` are not run and keep their saved outputs.
+A cell that raises stops the run and nothing is written.
 """
 import argparse
 import re
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 class SkippingClient(NotebookClient):
     "Runs every code cell except those with `#| eval: false` (and `#| gpu` ones when asked)."
     skip_flags: tuple = ()
+    keep_flags: tuple = ()      # not run, their saved outputs kept (say, `bench` cells)
 
     def _skip(self, cell) -> bool:
         src = cell.source
@@ -29,6 +31,9 @@ class SkippingClient(NotebookClient):
         return any(re.search(rf'^#\|\s*{flag}\b', src, re.M) for flag in self.skip_flags)
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        if cell.cell_type == 'code' and any(re.search(rf'^#\|\s*{flag}\b', cell.source, re.M)
+                                            for flag in self.keep_flags):
+            return cell
         if cell.cell_type == 'code' and self._skip(cell):
             cell.outputs = []
             return cell
@@ -40,6 +45,8 @@ def main():
     ap.add_argument('notebooks', nargs='*', type=Path)
     ap.add_argument('--gpu', action='store_true', help='also run #| gpu cells')
     ap.add_argument('--timeout', type=int, default=1800, help='seconds per cell')
+    ap.add_argument('--keep', action='append', default=[], metavar='FLAG',
+                    help='do not run cells with this flag (say, bench): keep their saved outputs')
     args = ap.parse_args()
     paths = args.notebooks or sorted((ROOT / 'nbs').glob('[0-9]*.ipynb'))
     for path in paths:
@@ -47,6 +54,7 @@ def main():
         client = SkippingClient(nb, timeout=args.timeout, kernel_name='python3',
                                 resources={'metadata': {'path': str(path.parent)}})
         client.skip_flags = () if args.gpu else ('gpu',)
+        client.keep_flags = tuple(args.keep)
         print(f'executing {path} ...', flush=True)
         client.execute()
         nbformat.write(nb, path)
