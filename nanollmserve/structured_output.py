@@ -231,6 +231,7 @@ class StructuredOutputEngine:
         self.grammars = GrammarCompiler(self.tokenizer, self.model.config.vocab_size,
                                         sorted(self.eos_token_ids))
         self.compiling = ThreadPoolExecutor(1, thread_name_prefix='nanollmserve-grammar')
+        self.pending_grammars = {}                      # request id -> its compile's future
         self.num_grammars_compiled, self.grammar_compile_seconds = 0, 0.0
         for obj, mixin in ((self.scheduler, GrammarWaitScheduler), (self.runner, MaskingRunner)):
             base = type(obj)
@@ -250,6 +251,7 @@ class StructuredOutputEngine:
         if grammar is not None:
             future = self.compiling.submit(self._compile, grammar)
             for seq in self.requests[request_id].seqs: seq.grammar = future
+            self.pending_grammars[request_id] = future
 
 # %% ../nbs/13_structured_output.ipynb #7ae66135
 @patch
@@ -263,13 +265,17 @@ def _append_token(self: StructuredOutputEngine, seq, token: int, logprob, top, n
 
 @patch
 def step(self: StructuredOutputEngine):
-    "Fail the requests whose grammar did not compile, then chapter 5's step."
-    for req in list(self.requests.values()):
-        f = getattr(req.seqs[0], 'grammar', None)
-        if f is not None and f.done() and f.exception() is not None:
+    "Fail (and report) the requests whose grammar did not compile, then chapter 5's step."
+    failed = []
+    for rid, f in list(self.pending_grammars.items()):     # only requests still compiling
+        if not f.done(): continue
+        del self.pending_grammars[rid]
+        if f.exception() is not None and rid in self.requests:
+            req = self.requests.pop(rid)
             why = f"structured_outputs could not be compiled: {f.exception()}"
             self._fail(req, ValueError(why))
-    return super(StructuredOutputEngine, self).step()
+            failed.append(self._output(req, True))
+    return failed + super(StructuredOutputEngine, self).step()
 
 class StructuredOutputLLMEngine(StructuredOutputEngine, SpecDecodeLLMEngine):
     "The engine of chapters 5-12 with structured outputs."
