@@ -81,7 +81,7 @@ class ToolChatRequest(ChatRequest):
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool = True
 
-    def tool_choice_(self) -> str | dict:
+    def effective_tool_choice(self) -> str | dict:
         "'none', 'auto', 'required' or a named function; absent, 'auto' if there are tools."
         c = self.tool_choice or ('auto' if self.tools else 'none')
         return c if isinstance(c, str) else c.model_dump()
@@ -89,7 +89,7 @@ class ToolChatRequest(ChatRequest):
 # %% ../nbs/13a_tool_calls.ipynb #72527822
 def check_tools(req: ToolChatRequest) -> None:
     "400s for tools that cannot be served as asked, each naming its field."
-    choice = req.tool_choice_()
+    choice = req.effective_tool_choice()
     if req.tools == []: raise bad_request("'tools' must not be empty: leave it out", 'tools')
     if req.tool_choice not in (None, 'none') and not req.tools:
         raise bad_request("'tool_choice' needs 'tools'", 'tool_choice')
@@ -280,9 +280,9 @@ class ToolServerState(StructuredServerState):
 
     def sampling_params(self, req, max_tokens: int | None, logprobs: int | None = None):
         base = super().sampling_params(req, max_tokens, logprobs)
-        if not isinstance(req, ToolChatRequest) or req.tool_choice_() == 'none': return base
-        so = tool_constraint([t.model_dump() for t in req.tools], req.tool_choice_(),
-                             req.parallel_tool_calls)
+        choice = req.effective_tool_choice() if isinstance(req, ToolChatRequest) else 'none'
+        if choice == 'none': return base
+        so = tool_constraint([t.model_dump() for t in req.tools], choice, req.parallel_tool_calls)
         kw = {f.name: getattr(base, f.name) for f in fields(sampling.SamplingParams)}
         return SamplingParams(**kw, structured_outputs=so)
 
@@ -290,7 +290,7 @@ class ToolServerState(StructuredServerState):
 class ToolChatHandler(ChatHandler):
     "Chapter 9a's chat handler, with tools in the prompt and calls parsed out of the answer."
     def __init__(self, state: ToolServerState, req: ToolChatRequest):
-        self.choice = req.tool_choice_()
+        self.choice = req.effective_tool_choice()
         self.tools = [t.model_dump(exclude_none=True) for t in req.tools or []]
         super().__init__(state, req)
 
