@@ -45,6 +45,7 @@ class Tool(OpenAIModel):
     function: FunctionDef
 
 class FunctionName(OpenAIModel):
+    "A function, by name."
     name: Text
 
 class NamedToolChoice(OpenAIModel):
@@ -336,6 +337,7 @@ def result(self: ToolChatHandler, gen, choices: dict) -> dict:
 
 # %% ../nbs/13a_tool_calls.ipynb #2ea6ba9b
 class FunctionCallOut(BaseModel):
+    "A called function: its name and its arguments (JSON text)."
     name: str
     arguments: str
 
@@ -346,9 +348,11 @@ class ToolCallOut(BaseModel):
     function: FunctionCallOut
 
 class ToolAssistantMessage(server.AssistantMessage):
+    "The answer's message: text, calls, or both."
     tool_calls: list[ToolCallOut] | None = None
 
 class ToolChatChoice(server.ChatChoice):
+    "One choice of a chat answer with tools."
     message: ToolAssistantMessage
 
 class ToolChatCompletionResponse(server.ChatCompletionResponse):
