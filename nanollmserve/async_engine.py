@@ -110,11 +110,12 @@ def _drain_inbox(self: AsyncLLMEngine) -> None:
         try: kind, rid, payload = self._inbox.get_nowait()
         except queue.Empty: break
         if kind == 'add':
-            prompt, params, admitted, arrival = payload
+            prompt, params, admitted, arrival, request_args = payload
             with self._lock: self._pending -= 1
             try:
                 if not self._running: raise EngineDeadError("the server is shutting down")
-                self.engine.add_request(rid, prompt, params, stream=True, arrival_time=arrival)
+                self.engine.add_request(rid, prompt, params, stream=True, arrival_time=arrival,
+                                        **request_args)
                 admitted.get_loop().call_soon_threadsafe(_set_result, admitted, None)
             except Exception as e:
                 with self._lock: self._outputs.pop(rid, None)
@@ -165,9 +166,9 @@ def dead(self: AsyncLLMEngine) -> bool:
 # %% ../nbs/09_async_engine.ipynb #f8de929d
 @patch
 async def add_request(self: AsyncLLMEngine, prompt, params: SamplingParams,
-                      request_id: str | None = None) -> RequestStream:
+                      request_id: str | None = None, **request_args) -> RequestStream:
     """Submit a request and wait for the engine to take it; raises ValueError (nothing queued)
-    if refused."""
+    if refused. `request_args` (a later engine's) go to the engine's `add_request`."""
     if not self._running: raise EngineDeadError("the engine is not running")
     rid = request_id or uuid.uuid4().hex
     loop = asyncio.get_running_loop()
@@ -176,7 +177,8 @@ async def add_request(self: AsyncLLMEngine, prompt, params: SamplingParams,
     with self._lock:
         self._outputs[rid] = (loop, q)
         self._pending += 1
-    self._inbox.put(('add', rid, (prompt, params, admitted, time.monotonic()))); self._wake.set()
+    payload = (prompt, params, admitted, time.monotonic(), request_args)
+    self._inbox.put(('add', rid, payload)); self._wake.set()
     try: await admitted
     except asyncio.CancelledError:
         self.abort(rid); raise

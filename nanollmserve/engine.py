@@ -20,7 +20,7 @@ from .scheduler import Scheduler, SchedulerOutput, Sequence
 
 # %% auto #0
 __all__ = ['ContiguousKVCache', 'RowAttention', 'ModelRunner', 'is_pos_int', 'EngineArgs', 'CompletionOutput', 'RequestOutput',
-           'LLMEngine', 'LLM']
+           'LLMEngine', 'per_prompt', 'LLM']
 
 # %% ../nbs/05a_engine.ipynb #a2477a67
 class ContiguousKVCache:
@@ -401,6 +401,13 @@ def is_idle(self: LLMEngine) -> bool:
             and s['kv_free_blocks'] == s['kv_total_blocks'])
 
 # %% ../nbs/05a_engine.ipynb #797b3896
+def per_prompt(value, n: int, what: str) -> list:
+    "`value` for each of `n` prompts: a list of `n`, or one value for all."
+    values = value if isinstance(value, list) else [value] * n
+    if len(values) != n:
+        raise ValueError(f"got {len(values)} {what} for {n} prompts; pass one, or one per prompt")
+    return values
+
 class LLM:
     "vLLM's offline API: `LLM(model).generate(prompts, sampling_params) -> list[RequestOutput]`."
     engine_class = LLMEngine
@@ -412,23 +419,24 @@ class LLM:
 
     def generate(self, prompts,
                  sampling_params: SamplingParams | list[SamplingParams] | None = None,
-                 use_tqdm: bool = True) -> list[RequestOutput]:
-        "Generate for all prompts with continuous batching; outputs in prompt order."
+                 use_tqdm: bool = True, **request_args) -> list[RequestOutput]:
+        """Generate for all prompts with continuous batching; outputs in prompt order.
+        `request_args` (a later engine's) go to `add_request`: one value, or a list, one per prompt."""
         if isinstance(prompts, (str, dict)): prompts = [prompts]
         prompts = list(prompts)
         if sampling_params is None: sampling_params = SamplingParams()
-        params = (sampling_params if isinstance(sampling_params, list)
-                  else [sampling_params] * len(prompts))
-        if len(params) != len(prompts):
-            raise ValueError(f"got {len(params)} SamplingParams for {len(prompts)} prompts; "
-                             "pass one, or one per prompt")
+        params = per_prompt(sampling_params, len(prompts), 'SamplingParams')
+        extra = [dict(zip(request_args, vs)) for vs in
+                 zip(*[per_prompt(v, len(prompts), k) for k, v in request_args.items()])]
+        extra = extra or [{}] * len(prompts)
         for p in prompts: self.engine.encode_prompt(p)        # validate all before queueing any
         ids = [f"offline-{self._counter + i}" for i in range(len(prompts))]
         self._counter += len(prompts)
         from tqdm.auto import tqdm
         results, produced, start = {}, 0, time.perf_counter()
         try:
-            for rid, prompt, p in zip(ids, prompts, params): self.engine.add_request(rid, prompt, p)
+            for rid, prompt, p, kw in zip(ids, prompts, params, extra):
+                self.engine.add_request(rid, prompt, p, **kw)
             with tqdm(total=len(prompts), desc='Processed prompts', disable=not use_tqdm,
                       dynamic_ncols=True) as bar:
                 while self.engine.has_unfinished_requests():

@@ -334,9 +334,9 @@ def core_loop(engine: CoreEngine, requests, outputs, recorder: StepRecorder) -> 
             kind, rid, *payload = pickle.loads(item)
             if kind == 'shutdown': return
             if kind == 'abort': engine.abort_request(rid); continue
-            prompt, params, arrival = payload
+            prompt, params, arrival, request_args = payload
             try:
-                engine.add_request(rid, prompt, params, arrival_time=arrival)
+                engine.add_request(rid, prompt, params, arrival_time=arrival, **request_args)
                 replies.append((rid, None))
             except Exception as e:                   # refused: the caller gets the reason
                 replies.append((rid, ValueError(str(e)) if isinstance(e, ValueError)
@@ -437,12 +437,14 @@ def encode_prompt(self: EngineCoreClient, prompt):
 
 @patch
 async def add_request(self: EngineCoreClient, prompt, params: SamplingParams,
-                      request_id: str | None = None) -> RequestStream:
-    "Submit a request and wait for the core to take it; raises ValueError if it is refused."
+                      request_id: str | None = None, **request_args) -> RequestStream:
+    """Submit a request and wait for the core to take it; raises ValueError if it is refused.
+    `request_args` (a later engine's) go to the core engine's `add_request`."""
     arrival = time.monotonic()
     if not self._running: raise EngineDeadError(self.dead_reason)
     rid, prompt = request_id or uuid.uuid4().hex, self.encode_prompt(prompt)
-    try: item = pickle.dumps(('add', rid, prompt, params, arrival), pickle.HIGHEST_PROTOCOL)
+    item = ('add', rid, prompt, params, arrival, request_args)
+    try: item = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
     except Exception as e:
         raise ValueError(f"the prompt cannot be sent to the engine: {e}") from None
     loop = asyncio.get_running_loop()

@@ -53,7 +53,7 @@ class PrefixCachingBlockManager(BlockManager):
     def cached_prefix(self, seq) -> list[tuple[int, int]]:
         """(block, hash) of the sequence's longest cached prefix of full blocks, leaving its last
         token to compute."""
-        bs, parent, hits = self.block_size, None, []
+        bs, parent, hits = self.block_size, self.root_hash(seq), []
         for i in range((seq.num_tokens - 1) // bs):
             toks = tuple(seq.token_ids[i * bs:(i + 1) * bs])
             h = block_hash(parent, toks)
@@ -61,6 +61,10 @@ class PrefixCachingBlockManager(BlockManager):
             if b is None or self.tokens[b] != toks: break
             hits.append((b, h)); parent = h
         return hits
+
+    def root_hash(self, seq) -> int | None:
+        "What a sequence's first block chains to: nothing (a later chapter adds what else counts)."
+        return None
 
 # %% ../nbs/07_prefix_caching.ipynb #1810c3e4
 @patch
@@ -93,7 +97,7 @@ def scheduled(self: PrefixCachingBlockManager, seq, num_new: int) -> None:
     while len(hashes) < (seq.num_computed_tokens + num_new) // bs:
         i = len(hashes)
         toks = tuple(seq.token_ids[i * bs:(i + 1) * bs])
-        h = block_hash(hashes[-1] if hashes else None, toks)
+        h = block_hash(hashes[-1] if hashes else self.root_hash(seq), toks)
         hashes.append(h)
         b = seq.block_table[i]
         # the first copy of a block is the one kept

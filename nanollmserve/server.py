@@ -242,8 +242,10 @@ def render_chat(tokenizer, msgs: list[dict], param: str = 'messages', **template
 # %% ../nbs/09a_server.ipynb #d804184d
 class Generation:
     "The engine requests behind one HTTP request, as a stream of per-choice deltas."
-    def __init__(self, engine: AsyncLLMEngine, prompts: list, params: SamplingParams):
+    def __init__(self, engine: AsyncLLMEngine, prompts: list, params: SamplingParams,
+                 request_args: dict | None = None):
         self.engine, self.prompts, self.params = engine, prompts, params
+        self.request_args = request_args or {}     # a later engine's (e.g. the adapter)
         self.streams: list = []
         self.prompt_tokens: list[int] = [0] * len(prompts)
         self.prompt_texts: list[str | None] = [None] * len(prompts)
@@ -253,7 +255,8 @@ class Generation:
         "Submit every prompt; one the engine refuses aborts the others and becomes a 400."
         try:
             for p in self.prompts:
-                self.streams.append(await self.engine.add_request(p, self.params))
+                self.streams.append(await self.engine.add_request(p, self.params,
+                                                                  **self.request_args))
         except ValueError as e:
             self.abort(); raise bad_request(str(e), 'prompt') from None
         except EngineDeadError as e:
@@ -464,10 +467,12 @@ class ServerState:
         self.max_model_len, self.vocab_size = engine.max_model_len, engine.vocab_size
         self.created = int(time.time())
 
-    def check_model(self, model: str | None) -> None:
+    def check_model(self, model: str | None) -> str:
+        "The name answers carry: the request's model (a 404 if not served), or the served name."
         if model is not None and model != self.model_name:
             message = f"The model `{model}` does not exist. This server serves `{self.model_name}`."
             raise APIError(404, message, 'NotFoundError', 'model')
+        return self.model_name
 
     def check_capacity(self) -> None:
         if self.max_waiting is None: return
@@ -483,10 +488,21 @@ class ServerState:
         "The engine's `SamplingParams` for a generation request."
         return req.sampling_params(max_tokens, logprobs)
 
-    async def generation(self, prompts: list, params: SamplingParams) -> Generation:
-        "A started `Generation` of `prompts`, if the waiting queue has room."
+    def model_cards(self) -> list[dict]:
+        "What /v1/models lists: the served model."
+        return [{'id': self.model_name, 'object': 'model', 'created': self.created,
+                 'owned_by': 'nanollmserve', 'root': self.root, 'parent': None,
+                 'max_model_len': self.max_model_len}]
+
+    def request_args(self, model: str) -> dict:
+        "What the engine needs to know of the requested `model` beyond the prompt (nothing yet)."
+        return {}
+
+    async def generation(self, prompts: list, params: SamplingParams,
+                         model: str | None = None) -> Generation:
+        "A started `Generation` of `prompts` for `model`, if the waiting queue has room."
         self.check_capacity()
-        gen = Generation(self.engine, prompts, params)
+        gen = Generation(self.engine, prompts, params, self.request_args(model or self.model_name))
         await gen.start()
         return gen
 
@@ -531,11 +547,7 @@ def add_info_routes(app: FastAPI, state: ServerState) -> None:
     async def stats(): return state.engine.stats()
 
     @app.get('/v1/models')
-    async def models():
-        card = {'id': state.model_name, 'object': 'model', 'created': state.created,
-                'owned_by': 'nanollmserve', 'root': state.root,
-                'max_model_len': state.max_model_len}
-        return {'object': 'list', 'data': [card]}
+    async def models(): return {'object': 'list', 'data': state.model_cards()}
 
 # %% ../nbs/09a_server.ipynb #33474f32
 def add_metrics_route(app: FastAPI, state: ServerState) -> None:
@@ -603,7 +615,7 @@ class CompletionRequest(GenerationRequest):
 class CompletionHandler:
     "One /v1/completions call: checks the request against the server, then writes the answer."
     def __init__(self, state: ServerState, req: CompletionRequest):
-        state.check_model(req.model); state.check_request(req)
+        self.model = state.check_model(req.model); state.check_request(req)
         if req.echo and req.logprobs is not None:
             raise bad_request("'logprobs' together with 'echo' is not supported "
                               "(prompt logprobs are not computed)", 'echo')
@@ -615,7 +627,7 @@ class CompletionHandler:
 
     def chunk(self, choices: list, usage: dict | None = None) -> dict:
         d = {'id': self.id, 'object': 'text_completion', 'created': self.created,
-             'model': self.state.model_name, 'choices': choices}
+             'model': self.model, 'choices': choices}
         if usage is not None: d['usage'] = usage
         return d
 
@@ -697,7 +709,7 @@ def add_completion_routes(app: FastAPI, state: ServerState) -> None:
               responses={**STREAMED, **ERRORS})
     async def completions(body: CompletionRequest, request: Request):
         h = CompletionHandler(state, body)
-        gen = await state.generation(h.prompts, h.params)
+        gen = await state.generation(h.prompts, h.params, h.model)
         if h.stream: return event_stream(h.events(gen))
         return h.result(gen, await collect(gen, request))
 
@@ -713,7 +725,7 @@ class ChatRequest(GenerationRequest):
 class ChatHandler:
     "One /v1/chat/completions call: checks the request against the server, then writes the answer."
     def __init__(self, state: ServerState, req: ChatRequest):
-        state.check_model(req.model); state.check_request(req)
+        self.model = state.check_model(req.model); state.check_request(req)
         self.state = state
         self.prompt = self.prompt_of(req)
         self.want_logprobs, self.top = req.logprobs, req.top_logprobs or 0
@@ -726,7 +738,7 @@ class ChatHandler:
         self.id, self.created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
 
     def envelope(self, obj: str, choices: list, usage: dict | None = None) -> dict:
-        d = {'id': self.id, 'object': obj, 'created': self.created, 'model': self.state.model_name,
+        d = {'id': self.id, 'object': obj, 'created': self.created, 'model': self.model,
              'choices': choices}
         if usage is not None: d['usage'] = usage
         return d
@@ -821,7 +833,7 @@ def add_chat_routes(app: FastAPI, state: ServerState) -> None:
               responses={**STREAMED, **ERRORS})
     async def chat_completions(body: ChatRequest, request: Request):
         h = ChatHandler(state, body)
-        gen = await state.generation([h.prompt], h.params)
+        gen = await state.generation([h.prompt], h.params, h.model)
         if h.stream: return event_stream(h.events(gen))
         return h.result(gen, await collect(gen, request))
 
@@ -855,7 +867,7 @@ class ResponsesRequest(GenerationRequest):
 class ResponsesHandler:
     "One /v1/responses call: checks the request against the server, then writes the answer."
     def __init__(self, state: ServerState, req: ResponsesRequest):
-        state.check_model(req.model); state.check_request(req)
+        self.model = state.check_model(req.model); state.check_request(req)
         if req.n != 1: raise bad_request("'n' is not supported by the Responses API", 'n')
         self.state, self.req, self.stream = state, req, req.stream
         self.prompt = chat_prompt(state.tokenizer, req.chat_messages(), 'input')
@@ -875,7 +887,7 @@ class ResponsesHandler:
         u, req, p = gen.usage(), self.req, self.params
         cut = {'reason': 'max_output_tokens'} if finish == 'length' else None
         return {'id': self.id, 'object': 'response', 'created_at': self.created,
-                'model': self.state.model_name, 'status': status, 'output': output, 'error': None,
+                'model': self.model, 'status': status, 'output': output, 'error': None,
                 'incomplete_details': cut, 'instructions': req.instructions,
                 'max_output_tokens': req.max_output_tokens,
                 'temperature': p.temperature, 'top_p': p.top_p, 'parallel_tool_calls': False,
@@ -968,7 +980,7 @@ def add_responses_routes(app: FastAPI, state: ServerState) -> None:
     @app.post('/v1/responses', response_model=ResponseObject, responses={**STREAMED, **ERRORS})
     async def responses(body: ResponsesRequest, request: Request):
         h = ResponsesHandler(state, body)
-        gen = await state.generation([h.prompt], h.params)
+        gen = await state.generation([h.prompt], h.params, h.model)
         if h.stream: return event_stream(h.events(gen), done=False)
         return h.result(gen, await collect(gen, request))
 

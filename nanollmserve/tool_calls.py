@@ -365,7 +365,7 @@ def add_tool_chat_routes(app: FastAPI, state: ToolServerState) -> None:
               responses={**server.STREAMED, **server.ERRORS})
     async def chat_completions(body: ToolChatRequest, request: Request):
         h = ToolChatHandler(state, body)
-        gen = await state.generation([h.prompt], h.params)
+        gen = await state.generation([h.prompt], h.params, h.model)
         if h.stream: return event_stream(h.events(gen))
         return h.result(gen, await collect(gen, request))
 
