@@ -18,7 +18,7 @@ from .sampling import SamplingParams
 # %% auto #0
 __all__ = ['GENERATION_CONFIG_DEFAULTS', 'MODEL_HELP', 'ENGINE_ARGS', 'generation_config_defaults', 'add_generate_parser',
            'add_serve_parser', 'build_parser', 'run_generate', 'set_server_cpu_threads', 'build_serve_engine',
-           'run_serve', 'main']
+           'lora_modules', 'run_serve', 'main']
 
 # %% ../nbs/90_cli.ipynb #c508053d
 GENERATION_CONFIG_DEFAULTS = ('temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty')
@@ -84,6 +84,11 @@ def add_serve_parser(sub) -> None:
                    help="the syntax of tool calls: Hermes' and Qwen's <tool_call> (chapter 13a)")
     s.add_argument('--enable-auto-tool-choice', action='store_true',
                    help="taken for vLLM's command lines: tool_choice 'auto' is always served")
+    s.add_argument('--lora-modules', nargs='+', default=None, metavar='NAME=PATH',
+                   help='LoRA adapters served as models (chapter 14): NAME=PATH, or vLLM\'s JSON '
+                        '{"name": NAME, "path": PATH}; needs --enable-lora')
+    s.add_argument('--allow-runtime-lora-updating', action='store_true',
+                   help='serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter')
     e = s.add_argument_group('engine arguments')
     e.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
     e.add_argument('--device', default='cpu')
@@ -105,12 +110,17 @@ def add_serve_parser(sub) -> None:
                    help='speculative decoding (chapter 12), vLLM\'s JSON: {"method": "ngram", '
                         '"num_speculative_tokens": 3} or {"method": "draft_model", "model": PATH, '
                         '"num_speculative_tokens": 3}')
+    e.add_argument('--enable-lora', action='store_true', help='serve LoRA adapters (chapter 14)')
+    e.add_argument('--max-loras', type=int, default=1, help='adapters in one batch (slots)')
+    e.add_argument('--max-lora-rank', type=int, default=16)
+    e.add_argument('--max-cpu-loras', type=int, default=None,
+                   help='adapters kept in memory (default: --max-loras)')
 
 # %% ../nbs/90_cli.ipynb #1c8742ed
 ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens',
                'block_size', 'num_kv_blocks', 'attention_backend', 'fused_ops',
                'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold',
-               'speculative_config')
+               'speculative_config', 'enable_lora', 'max_loras', 'max_lora_rank', 'max_cpu_loras')
 
 def build_parser() -> argparse.ArgumentParser:
     "The `nanollmserve` command line: its two subcommands."
@@ -163,12 +173,11 @@ def build_serve_engine(args):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
     engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
-    from nanollmserve.structured_output import (StructuredOutputCoreEngine,
-                                                StructuredOutputLLMEngine)
+    from nanollmserve.lora import LoRACoreEngine, LoRALLMEngine     # chapters 5-14
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine
         if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-        return AsyncLLMEngine.from_engine_args(args.model, engine_class=StructuredOutputLLMEngine,
+        return AsyncLLMEngine.from_engine_args(args.model, engine_class=LoRALLMEngine,
                                                **engine_args)
     from nanollmserve.engine_core import EngineCoreClient
     threads = args.cpu_threads
@@ -176,24 +185,49 @@ def build_serve_engine(args):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
         threads = cores if cores <= 2 else cores - 1     # beyond two cores, one for the API
     return EngineCoreClient.from_engine_args(args.model, threads=threads,
-                                             engine_class=StructuredOutputCoreEngine, **engine_args)
+                                             engine_class=LoRACoreEngine, **engine_args)
 
 # %% ../nbs/90_cli.ipynb #8a43dbe4
+def lora_modules(values: list[str] | None) -> dict[str, str]:
+    "--lora-modules as {name: path}: NAME=PATH items, or vLLM's JSON objects."
+    out = {}
+    for v in values or []:
+        if v.lstrip().startswith('{'):
+            try: d = json.loads(v); name, path = d['name'], d['path']
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise ValueError(f"--lora-modules {v!r}: the JSON form is "
+                                 '{"name": NAME, "path": PATH}') from None
+        else:
+            name, sep, path = v.partition('=')
+            if not sep or not name or not path:
+                raise ValueError(f"--lora-modules {v!r}: expected NAME=PATH")
+        if name in out: raise ValueError(f"--lora-modules: {name!r} is given twice")
+        out[name] = path
+    return out
+
 def run_serve(args) -> int:
     "The `serve` subcommand: build the engine, run the server until interrupted; the exit status."
     import uvicorn
     from nanollmserve.server import MAX_BODY_SIZE
-    from nanollmserve.tool_calls import build_app         # chapters 9a, 13 and 13a
+    from nanollmserve.lora import build_app               # chapters 9a, 13, 13a and 14
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError("--max-waiting must be >= 0")
     if args.max_body_size is not None and args.max_body_size < 1:
         raise ValueError("--max-body-size must be >= 1")
     if args.cpu_threads is not None and args.cpu_threads < 1:
         raise ValueError("--cpu-threads must be >= 1")
+    adapters = lora_modules(args.lora_modules)
+    if (adapters or args.allow_runtime_lora_updating) and not args.enable_lora:
+        raise ValueError("--lora-modules and --allow-runtime-lora-updating need --enable-lora")
     engine = build_serve_engine(args)
     name = args.served_model_name or args.model or DEFAULT_MODEL_NAME
-    app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
-                    max_body_size=args.max_body_size or MAX_BODY_SIZE)
+    try:
+        app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
+                        max_body_size=args.max_body_size or MAX_BODY_SIZE, lora_modules=adapters,
+                        max_lora_rank=args.max_lora_rank,
+                        allow_runtime_lora_updating=args.allow_runtime_lora_updating)
+    except BaseException:
+        engine.shutdown(); raise                  # e.g. a bad adapter: no engine left behind
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
                                            log_level=args.log_level, timeout_graceful_shutdown=5))
     if args.engine_process:           # the core died: stop serving, and say so in the exit status
