@@ -34,7 +34,8 @@ __all__ = ['UNSUPPORTED', 'TARGETS', 'KEY', 'PROJECTIONS', 'LoRARequest', 'read_
            'enable_lora', 'put_adapter', 'peft_model', 'LoRAManager', 'LoRAScheduler', 'LoRARunner',
            'LoRAPrefixCachingBlockManager', 'LoRAEngineArgs', 'LoRAEngine', 'LoRALLMEngine', 'LoRALLM', 'peft_greedy',
            'LoRAServerState', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes', 'LoRACollector',
-           'build_app', 'LoRACoreEngine']
+           'build_app', 'LoRACoreEngine', 'median_ms', 'lora_shape_times', 'merge_adapter', 'lora_runner',
+           'compare_lora_throughput', 'a_rank']
 
 # %% ../nbs/14_lora.ipynb #ddf44330
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def make_tiny_adapter(base: str | Path,  # the base checkpoint's directory
         peft_model.save_pretrained(path)
     return Path(path)
 
-# %% ../nbs/14_lora.ipynb #7ce69f30
+# %% ../nbs/14_lora.ipynb #df962499
 class LoRAState:
     "What the model's `LoRALinear`s share: the step's context and how to compute the deltas."
     def __init__(self, max_loras: int, max_rank: int, shape: str = 'segmented'):
@@ -218,6 +219,7 @@ class LoRALinear(nn.Module):
         self.register_buffer('lora_b', torch.zeros(state.max_loras + 1, out, k, **like))
         self.register_buffer('scales', torch.zeros(state.max_loras + 1, **like))
         self.widths = [0] * (state.max_loras + 1)     # columns in use per slot; 0: not adapted
+        self.scales_f = [0.0] * (state.max_loras + 1)  # the scales as Python floats
 
     @property
     def weight(self) -> torch.Tensor: return self.base.weight
@@ -230,20 +232,16 @@ class LoRALinear(nn.Module):
         delta(self, x2, y2, ctx)
         return y
 
-# %% ../nbs/14_lora.ipynb #3362fff2
+# %% ../nbs/14_lora.ipynb #3e50139f
 class LoRAContext:
-    "The step's tokens by slot: `segments` [(slot, rows)], and each token's slot for gathering."
+    "The step's tokens by slot: `runs` [(slot, slice)], and each token's slot for gathering."
     def __init__(self, seq_slots: list[int], num_new: list[int], device):
-        spans, off = {}, 0
+        self.runs, off = [], 0
         for s, n in zip(seq_slots, num_new):
-            if s:
-                runs = spans.setdefault(s, [])
-                if runs and runs[-1][1] == off: runs[-1][1] = off + n   # a neighbour: one run
-                else: runs.append([off, off + n])
+            if s and self.runs and self.runs[-1][0] == s and self.runs[-1][1].stop == off:
+                self.runs[-1] = (s, slice(self.runs[-1][1].start, off + n))   # a neighbour
+            elif s: self.runs.append((s, slice(off, off + n)))
             off += n
-        self.segments = [(s, slice(*runs[0]) if len(runs) == 1 else
-                          torch.cat([torch.arange(a, b) for a, b in runs]).to(device))
-                         for s, runs in spans.items()]
         self.seq_slots, self.num_new, self.device = seq_slots, num_new, device
         self._token_slots = None
 
@@ -259,16 +257,14 @@ def lora_context(seq_slots: list[int], num_new: list[int], device) -> LoRAContex
     "The step's context, or None when no token has an adapter (then the pass is the base model's)."
     return LoRAContext(seq_slots, num_new, device) if any(seq_slots) else None
 
-# %% ../nbs/14_lora.ipynb #d92dfe3f
+# %% ../nbs/14_lora.ipynb #f816f291
 def segmented_delta(layer: LoRALinear, x: torch.Tensor, y: torch.Tensor, ctx: LoRAContext):
-    "In place: add to `y` each present adapter's delta, computed over its rows only."
-    for slot, rows in ctx.segments:
+    "In place: add to `y` each run's adapter's delta, computed over the run's rows only."
+    for slot, rows in ctx.runs:
         w = layer.widths[slot]
         if not w: continue
-        d = F.linear(F.linear(x[rows], layer.lora_a[slot, :w]), layer.lora_b[slot, :, :w])
-        d = d * layer.scales[slot]
-        if isinstance(rows, slice): y[rows] += d
-        else: y.index_add_(0, rows, d)
+        xa = F.linear(x[rows], layer.lora_a[slot, :w])
+        y[rows].addmm_(xa, layer.lora_b[slot, :, :w].t(), alpha=layer.scales_f[slot])
 
 def gathered_delta(layer: LoRALinear, x: torch.Tensor, y: torch.Tensor, ctx: LoRAContext):
     "In place: every token's delta from its slot's gathered A and B, in two batched matmuls."
@@ -276,7 +272,7 @@ def gathered_delta(layer: LoRALinear, x: torch.Tensor, y: torch.Tensor, ctx: LoR
     xa = torch.bmm(layer.lora_a[slots], x.unsqueeze(-1))             # [tokens, k, 1]
     y += torch.bmm(layer.lora_b[slots], xa).squeeze(-1) * layer.scales[slots, None]
 
-# %% ../nbs/14_lora.ipynb #09bda1d5
+# %% ../nbs/14_lora.ipynb #42c2b4d8
 PROJECTIONS = ('self_attn.qkv_proj', 'self_attn.o_proj', 'mlp.gate_up_proj', 'mlp.down_proj')
 
 def lora_layers(model) -> dict[str, LoRALinear]:
@@ -301,11 +297,11 @@ def put_adapter(model, slot: int, adapter: LoRAAdapter | None) -> None:
         layer.lora_a[slot].zero_(); layer.lora_b[slot].zero_()
         A, B = adapter.weights.get(name, (None, None)) if adapter else (None, None)
         layer.widths[slot] = 0 if A is None else A.shape[0]
-        layer.scales[slot] = adapter.scale if adapter else 0.0
+        layer.scales[slot] = layer.scales_f[slot] = adapter.scale if adapter else 0.0
         if A is not None:
             layer.lora_a[slot, :A.shape[0]] = A; layer.lora_b[slot, :, :A.shape[0]] = B
 
-# %% ../nbs/14_lora.ipynb #a1e7cfb4
+# %% ../nbs/14_lora.ipynb #2821e396
 def peft_model(base: str | Path, adapter: str | Path | None):
     "The reference: `transformers`' model of `base` under PEFT's `adapter` (None: the base), float32."
     import warnings
@@ -317,7 +313,7 @@ def peft_model(base: str | Path, adapter: str | Path | None):
         warnings.simplefilter('ignore')            # transformers' deprecation notes
         return PeftModel.from_pretrained(hf, adapter).eval()
 
-# %% ../nbs/14_lora.ipynb #5ed40bc6
+# %% ../nbs/14_lora.ipynb #79e1edf0
 class LoRAManager:
     "Adapters on the host (an LRU by id) and in the model's slots (an LRU, held while in use)."
     def __init__(self, model, max_loras: int, max_lora_rank: int, max_cpu_loras: int):
@@ -348,7 +344,7 @@ class LoRAManager:
         "Forget the adapter; sequences that have it keep it to the end. False if it was not here."
         return self.host.pop(lora_int_id, None) is not None
 
-# %% ../nbs/14_lora.ipynb #86ddef8d
+# %% ../nbs/14_lora.ipynb #df7f83b8
 @patch
 def acquire(self: LoRAManager, adapter: LoRAAdapter) -> int:
     "The slot holding `adapter` (loaded into one if needed), counted as held once more."
@@ -376,7 +372,7 @@ def live(self: LoRAManager) -> set:
     "Uids of the adapters running sequences use."
     return set(self.holders)
 
-# %% ../nbs/14_lora.ipynb #59bb4643
+# %% ../nbs/14_lora.ipynb #d31018ff
 class LoRAScheduler:
     "Mixed into the engine's scheduler: admit a sequence only if its adapter can have a slot."
     lora: LoRAManager
@@ -396,6 +392,17 @@ class LoRAScheduler:
                 s.lora_slot = self.lora.acquire(s.lora)
         self.waiting.extendleft(reversed(held))
 
+    def schedule(self):
+        "The step, its decodes and its prompt chunks each ordered by slot: an adapter, one run."
+        out = super().schedule()
+        if any(getattr(s, 'lora_slot', 0) for s in out.seqs):
+            d = out.num_decodes
+            for part in (slice(0, d), slice(d, len(out.seqs))):
+                pairs = sorted(zip(out.seqs[part], out.num_new[part]),
+                               key=lambda p: getattr(p[0], 'lora_slot', 0))
+                out.seqs[part], out.num_new[part] = [p[0] for p in pairs], [p[1] for p in pairs]
+        return out
+
     def _let_go(self, seq) -> None:
         if getattr(seq, 'lora_slot', 0): self.lora.release(seq.lora); seq.lora_slot = 0
     def _preempt(self, seq) -> None:
@@ -403,7 +410,7 @@ class LoRAScheduler:
     def finish(self, seq, reason: str) -> None:
         super().finish(seq, reason); self._let_go(seq)
 
-# %% ../nbs/14_lora.ipynb #66d00e99
+# %% ../nbs/14_lora.ipynb #ee8d629e
 class LoRARunner:
     "Mixed into the engine's runner: each step's tokens carry their sequence's slot."
     def run(self, sched):
@@ -419,7 +426,7 @@ class LoRAPrefixCachingBlockManager(PrefixCachingBlockManager):
         a = getattr(seq, 'lora', None)
         return None if a is None else hash(('lora', a.uid))
 
-# %% ../nbs/14_lora.ipynb #a5a20988
+# %% ../nbs/14_lora.ipynb #c8636b1a
 @dataclass
 class LoRAEngineArgs(SpecDecodeEngineArgs):
     "Every engine argument so far, plus LoRA adapters."
@@ -451,7 +458,7 @@ class LoRAEngineArgs(SpecDecodeEngineArgs):
             enable_lora(model, self.max_loras, self.max_lora_rank, self.lora_shape)
         return model, path
 
-# %% ../nbs/14_lora.ipynb #d8ab6425
+# %% ../nbs/14_lora.ipynb #acbb8a5a
 class LoRAEngine:
     "Mixed into an engine class: requests may name a LoRA adapter (`lora_request=`)."
     args_class = LoRAEngineArgs
@@ -492,7 +499,7 @@ class LoRAEngine:
     def list_loras(self) -> set[int]:
         return set(self.lora.host) if self.lora else set()
 
-# %% ../nbs/14_lora.ipynb #a9d61906
+# %% ../nbs/14_lora.ipynb #304b1890
 @patch
 def stats(self: LoRAEngine) -> dict:
     "The engine's counts, plus the slots, their loads and each adapter's requests."
@@ -507,7 +514,7 @@ def stats(self: LoRAEngine) -> dict:
 class LoRALLMEngine(LoRAEngine, StructuredOutputLLMEngine):
     "The engine of chapters 5-13 with LoRA adapters."
 
-# %% ../nbs/14_lora.ipynb #f58e2b89
+# %% ../nbs/14_lora.ipynb #9a678435
 class LoRALLM(StructuredOutputLLM):
     engine_class = LoRALLMEngine
 
@@ -519,7 +526,7 @@ class LoRALLM(StructuredOutputLLM):
         return super().generate(prompts, sampling_params, use_tqdm,
                                 lora_request=lora_request, **request_args)
 
-# %% ../nbs/14_lora.ipynb #e47783d6
+# %% ../nbs/14_lora.ipynb #c2d19ec3
 def peft_greedy(base: str | Path, adapter: str | Path | None, prompts_ids: list[list[int]],
                 max_new_tokens: int) -> list[list[int]]:
     "transformers + peft greedy `generate()` under `adapter` (None: the base), EOS ignored."
@@ -531,7 +538,7 @@ def peft_greedy(base: str | Path, adapter: str | Path | None, prompts_ids: list[
         return [hf.generate(torch.tensor([x]), generation_config=gc)[0, len(x):].tolist()
                 for x in prompts_ids]
 
-# %% ../nbs/14_lora.ipynb #d7661936
+# %% ../nbs/14_lora.ipynb #02d79692
 from .loader import load_config
 from .server import APIError, bad_request
 from .tool_calls import ToolServerState
@@ -574,7 +581,7 @@ class LoRAServerState(ToolServerState):
         return base + [base[0] | {'id': name, 'root': r.lora_path, 'parent': self.model_name}
                        for name, r in self.adapters.items()]
 
-# %% ../nbs/14_lora.ipynb #064e3045
+# %% ../nbs/14_lora.ipynb #03ff163b
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from pydantic import Field
@@ -605,7 +612,7 @@ def add_lora_routes(app: FastAPI, state: LoRAServerState) -> None:
                            'NotFoundError', 'lora_name')
         return f"Success: LoRA adapter '{body.lora_name}' removed successfully."
 
-# %% ../nbs/14_lora.ipynb #5e7210a4
+# %% ../nbs/14_lora.ipynb #87fee8e0
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from .metrics import PREFIX
 
@@ -628,7 +635,7 @@ class LoRACollector:
                                 labels=['model_name'])
         m.add_metric([self.model_name], s['lora_slot_loads']); yield m
 
-# %% ../nbs/14_lora.ipynb #3da129a8
+# %% ../nbs/14_lora.ipynb #1b176ff3
 from functools import partial
 from . import server, tool_calls
 
@@ -644,3 +651,81 @@ def build_app(engine, served_model_name: str, lora_modules: dict[str, str] | Non
 
 class LoRACoreEngine(LoRAEngine, StructuredOutputCoreEngine):
     "Chapter 11's engine core with everything through this chapter."
+
+# %% ../nbs/14_lora.ipynb #13fc5d5e
+def median_ms(fn, repeats: int = 50) -> float:
+    "Median wall time of `fn()` in milliseconds, after one warm-up call."
+    fn(); ts = []
+    for _ in range(repeats):
+        t = time.perf_counter(); fn(); ts.append(time.perf_counter() - t)
+    return statistics.median(ts) * 1e3
+
+@torch.inference_mode()
+def lora_shape_times(in_features: int, output_sizes: list[int], tokens: int, num_adapters: int,
+                     rank: int = 16, repeats: int = 50) -> dict:
+    "Milliseconds of one projection: base alone, and with segmented and gathered deltas."
+    g = torch.Generator().manual_seed(0)
+    state = LoRAState(num_adapters, rank)
+    layer = LoRALinear(Linear(in_features, output_sizes), state)
+    layer.base.weight.data = torch.randn(sum(output_sizes), in_features, generator=g)
+    for s in range(1, num_adapters + 1):
+        k = len(output_sizes) * rank
+        layer.lora_a[s].normal_(generator=g); layer.lora_b[s].normal_(generator=g)
+        layer.widths[s], layer.scales_f[s] = k, 0.5; layer.scales[s] = 0.5
+    x = torch.randn(tokens, in_features, generator=g)
+    per = -(-tokens // num_adapters)
+    sizes = [min(per, tokens - i * per) for i in range(num_adapters)]
+    ctx = lora_context(list(range(1, num_adapters + 1)), sizes, 'cpu')
+    out = dict(tokens=tokens, adapters=num_adapters)
+    state.ctx = None; out['base ms'] = median_ms(lambda: layer(x), repeats)
+    for shape in ('segmented', 'gathered'):
+        state.ctx, state.shape = ctx, shape
+        out[f'{shape} ms'] = median_ms(lambda: layer(x), repeats)
+    state.ctx = None
+    for shape in ('segmented', 'gathered'): out[f'{shape} / base'] = out[f'{shape} ms'] / out['base ms']
+    return out
+
+# %% ../nbs/14_lora.ipynb #9f7638ca
+def merge_adapter(base: str | Path, adapter: str | Path, dest: str | Path) -> Path:
+    "A checkpoint of `base` with `adapter` merged into its weights (PEFT's `merge_and_unload`)."
+    from transformers import AutoTokenizer
+    peft_model(base, adapter).merge_and_unload().save_pretrained(dest)
+    AutoTokenizer.from_pretrained(base).save_pretrained(dest)
+    return Path(dest)
+
+def lora_runner(llm: LoRALLM, workload, lora_requests: list):
+    "`() -> (output tokens, seconds)`: `workload` through `llm`, request i under `lora_requests[i]`."
+    from nanollmserve.cpu_kernel import greedy_params
+    prompts = [{'prompt_token_ids': p} for p in workload.prompts]
+    params = [greedy_params(m) for m in workload.max_tokens]
+    def run() -> tuple[int, float]:
+        start = time.perf_counter()
+        outs = llm.generate(prompts, params, use_tqdm=False, lora_request=lora_requests)
+        seconds = time.perf_counter() - start
+        produced = [len(o.outputs[0].token_ids) for o in outs]
+        assert produced == workload.max_tokens, 'a request did not get exactly its tokens'
+        return sum(produced), seconds
+    llm.generate(prompts[:2], greedy_params(4), use_tqdm=False, lora_request=lora_requests[:2])
+    return run
+
+# %% ../nbs/14_lora.ipynb #4303abc3
+def compare_lora_throughput(base: str | Path, adapters: list[LoRARequest], workload,
+                            counts=(1, 2, 4, 8), repeats: int = 3, merged: str | Path | None = None,
+                            **engine_args) -> dict[str, list[float]]:
+    "Output tok/s of the base model, one merged adapter, and a LoRA engine mixing `counts` adapters."
+    from nanollmserve.cpu_kernel import compare_throughput, engine_runner
+    runners = {'base model': engine_runner(workload, str(base), llm_class=LoRALLM, **engine_args)}
+    if merged is not None:
+        runners['1 adapter, merged'] = engine_runner(workload, str(merged), llm_class=LoRALLM,
+                                                     **engine_args)
+    llm = LoRALLM(str(base), enable_lora=True, max_loras=max(counts),
+                  max_lora_rank=max(a_rank(a) for a in adapters), **engine_args)
+    n = len(workload.prompts)
+    for k in counts:
+        runners[f'{k} adapter{"s" * (k > 1)}, LoRA'] = lora_runner(
+            llm, workload, [adapters[i % k] for i in range(n)])
+    return compare_throughput(runners, repeats)
+
+def a_rank(req: LoRARequest) -> int:
+    "An adapter's rank, from its configuration."
+    return read_adapter_config(Path(req.lora_path))['r']
