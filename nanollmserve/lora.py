@@ -28,14 +28,14 @@ from .structured_output import StructuredOutputCoreEngine, StructuredOutputLLM
 from .structured_output import StructuredOutputLLMEngine
 
 # %% auto #0
-__all__ = ['UNSUPPORTED', 'TARGETS', 'KEY', 'PROJECTIONS', 'LoRARequest', 'read_adapter_config', 'lora_scale', 'LoRAAdapter',
-           'projection_shapes', 'adapter_tensors', 'pack', 'load_adapter', 'make_tiny_adapter', 'LoRAState',
-           'LoRALinear', 'LoRAContext', 'lora_context', 'segmented_delta', 'gathered_delta', 'lora_layers',
-           'enable_lora', 'put_adapter', 'peft_model', 'LoRAManager', 'LoRAScheduler', 'LoRARunner',
-           'LoRAPrefixCachingBlockManager', 'LoRAEngineArgs', 'LoRAEngine', 'LoRALLMEngine', 'LoRALLM', 'peft_greedy',
-           'LoRAServerState', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes', 'LoRACollector',
-           'build_app', 'LoRACoreEngine', 'median_ms', 'lora_shape_times', 'merge_adapter', 'lora_runner',
-           'compare_lora_throughput', 'a_rank']
+__all__ = ['UNSUPPORTED', 'TARGETS', 'KEY', 'SHAPES', 'DELTAS', 'PROJECTIONS', 'LoRARequest', 'read_adapter_config', 'lora_scale',
+           'LoRAAdapter', 'projection_shapes', 'adapter_tensors', 'pack', 'load_adapter', 'make_tiny_adapter',
+           'LoRAState', 'LoRALinear', 'LoRAContext', 'lora_context', 'segmented_delta', 'gathered_delta',
+           'masked_delta', 'lora_layers', 'enable_lora', 'put_adapter', 'peft_model', 'LoRAManager', 'LoRAScheduler',
+           'LoRARunner', 'LoRAPrefixCachingBlockManager', 'LoRAEngineArgs', 'LoRAEngine', 'LoRALLMEngine', 'LoRALLM',
+           'peft_greedy', 'LoRAServerState', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes',
+           'LoRACollector', 'build_app', 'LoRACoreEngine', 'median_ms', 'lora_shape_times', 'merge_adapter',
+           'lora_runner', 'compare_lora_throughput', 'a_rank']
 
 # %% ../nbs/14_lora.ipynb #ddf44330
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def load_adapter(req: LoRARequest, model, max_lora_rank: int) -> LoRAAdapter:
     return LoRAAdapter(req.lora_name, req.lora_int_id, str(path), cfg['r'], lora_scale(cfg),
                        pack(found, model.config, cfg['r'], next(model.parameters()).dtype))
 
-# %% ../nbs/14_lora.ipynb #95dc2b11
+# %% ../nbs/14_lora.ipynb #e77f5052
 def make_tiny_adapter(base: str | Path,  # the base checkpoint's directory
                       path: str | Path,  # the adapter's directory (written)
                       targets=('q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj',
@@ -188,6 +188,8 @@ def make_tiny_adapter(base: str | Path,  # the base checkpoint's directory
     import warnings
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging
+    logging.disable_progress_bar()             # no 'Loading weights' bars in tests and logs
     hf = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     lcfg = LoraConfig(r=r, lora_alpha=lora_alpha, use_rslora=use_rslora,
                       target_modules=list(targets), **config)
@@ -200,11 +202,14 @@ def make_tiny_adapter(base: str | Path,  # the base checkpoint's directory
         peft_model.save_pretrained(path)
     return Path(path)
 
-# %% ../nbs/14_lora.ipynb #df962499
+# %% ../nbs/14_lora.ipynb #b017594f
+SHAPES = ('segmented', 'masked', 'gathered')
+
 class LoRAState:
-    "What the model's `LoRALinear`s share: the step's context and how to compute the deltas."
+    "What the model's `LoRALinear`s share: the step's context, the slots' scales, the shape."
     def __init__(self, max_loras: int, max_rank: int, shape: str = 'segmented'):
         self.max_loras, self.max_rank, self.shape = max_loras, max_rank, shape
+        self.scales = [0.0] * (max_loras + 1)      # per slot: its adapter's scale
         self.ctx: LoRAContext | None = None
 
 class LoRALinear(nn.Module):
@@ -213,13 +218,12 @@ class LoRALinear(nn.Module):
         super().__init__()
         self.base, self.state, self.output_sizes = base, state, base.output_sizes
         out, inp = base.weight.shape
-        k, like = len(base.output_sizes) * state.max_rank, dict(dtype=base.weight.dtype,
-                                                                device=base.weight.device)
-        self.register_buffer('lora_a', torch.zeros(state.max_loras + 1, k, inp, **like))
-        self.register_buffer('lora_b', torch.zeros(state.max_loras + 1, out, k, **like))
-        self.register_buffer('scales', torch.zeros(state.max_loras + 1, **like))
-        self.widths = [0] * (state.max_loras + 1)     # columns in use per slot; 0: not adapted
-        self.scales_f = [0.0] * (state.max_loras + 1)  # the scales as Python floats
+        n, k = state.max_loras + 1, len(base.output_sizes) * state.max_rank
+        like = dict(dtype=base.weight.dtype, device=base.weight.device)
+        self.register_buffer('lora_a', torch.zeros(n, k, inp, **like))
+        self.register_buffer('lora_bt', torch.zeros(n, k, out, **like))
+        self.widths = [0] * n                          # rows in use per slot; 0: not adapted
+        self.a_rows, self.bt_rows = [None] * n, [None] * n
 
     @property
     def weight(self) -> torch.Tensor: return self.base.weight
@@ -227,15 +231,15 @@ class LoRALinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y, ctx = self.base(x), self.state.ctx
         if ctx is None: return y
-        delta = gathered_delta if self.state.shape == 'gathered' else segmented_delta
         x2, y2 = x.reshape(-1, x.shape[-1]), y.view(-1, y.shape[-1])
-        delta(self, x2, y2, ctx)
+        DELTAS[ctx.shape](self, x2, y2, ctx)
         return y
 
-# %% ../nbs/14_lora.ipynb #3e50139f
+# %% ../nbs/14_lora.ipynb #4f7b50b4
 class LoRAContext:
-    "The step's tokens by slot: `runs` [(slot, slice)], and each token's slot for gathering."
-    def __init__(self, seq_slots: list[int], num_new: list[int], device):
+    "The step's tokens by slot: `runs` [(slot, slice)]; per token, its slot and scale (lazily)."
+    def __init__(self, seq_slots: list[int], num_new: list[int], device,
+                 state: LoRAState | None = None):
         self.runs, off = [], 0
         for s, n in zip(seq_slots, num_new):
             if s and self.runs and self.runs[-1][0] == s and self.runs[-1][1].stop == off:
@@ -243,36 +247,60 @@ class LoRAContext:
             elif s: self.runs.append((s, slice(off, off + n)))
             off += n
         self.seq_slots, self.num_new, self.device = seq_slots, num_new, device
-        self._token_slots = None
+        self.state, self.num_tokens = state, off
+        self.shape = state.shape if state else 'segmented'
+        self._token_slots = self._scale_mask = None
 
     @property
     def token_slots(self) -> torch.Tensor:
-        "Every token's slot, [tokens] (the gathered shape needs it)."
+        "Every token's slot, [tokens]."
         if self._token_slots is None:
             self._token_slots = torch.repeat_interleave(
                 torch.tensor(self.seq_slots), torch.tensor(self.num_new)).to(self.device)
         return self._token_slots
 
-def lora_context(seq_slots: list[int], num_new: list[int], device) -> LoRAContext | None:
-    "The step's context, or None when no token has an adapter (then the pass is the base model's)."
-    return LoRAContext(seq_slots, num_new, device) if any(seq_slots) else None
+    @property
+    def scale_mask(self) -> torch.Tensor:
+        "[tokens, slots, 1]: the token's adapter's scale in its slot's column, zeros elsewhere."
+        if self._scale_mask is None:
+            scales = torch.tensor(self.state.scales)
+            per_seq = torch.zeros(len(self.seq_slots), len(scales))
+            per_seq[torch.arange(len(self.seq_slots)), torch.tensor(self.seq_slots)] = \
+                scales[self.seq_slots]
+            self._scale_mask = per_seq.repeat_interleave(torch.tensor(self.num_new), 0
+                                                         ).unsqueeze(-1).to(self.device)
+        return self._scale_mask
 
-# %% ../nbs/14_lora.ipynb #f816f291
+def lora_context(seq_slots: list[int], num_new: list[int], device,
+                 state: LoRAState | None = None) -> LoRAContext | None:
+    "The step's context, or None when no token has an adapter (then the pass is the base model's)."
+    return LoRAContext(seq_slots, num_new, device, state) if any(seq_slots) else None
+
+# %% ../nbs/14_lora.ipynb #58cf8074
 def segmented_delta(layer: LoRALinear, x: torch.Tensor, y: torch.Tensor, ctx: LoRAContext):
     "In place: add to `y` each run's adapter's delta, computed over the run's rows only."
+    scales = layer.state.scales
     for slot, rows in ctx.runs:
-        w = layer.widths[slot]
-        if not w: continue
-        xa = F.linear(x[rows], layer.lora_a[slot, :w])
-        y[rows].addmm_(xa, layer.lora_b[slot, :, :w].t(), alpha=layer.scales_f[slot])
+        if not layer.widths[slot]: continue
+        xa = F.linear(x[rows], layer.a_rows[slot])
+        y[rows].addmm_(xa, layer.bt_rows[slot], alpha=scales[slot])
 
 def gathered_delta(layer: LoRALinear, x: torch.Tensor, y: torch.Tensor, ctx: LoRAContext):
     "In place: every token's delta from its slot's gathered A and B, in two batched matmuls."
     slots = ctx.token_slots
-    xa = torch.bmm(layer.lora_a[slots], x.unsqueeze(-1))             # [tokens, k, 1]
-    y += torch.bmm(layer.lora_b[slots], xa).squeeze(-1) * layer.scales[slots, None]
+    xa = torch.bmm(layer.lora_a[slots], x.unsqueeze(-1)).transpose(1, 2)   # [tokens, 1, k]
+    scale = ctx.scale_mask.gather(1, slots.view(-1, 1, 1)).view(-1, 1)
+    y += torch.bmm(xa, layer.lora_bt[slots]).squeeze(1) * scale
 
-# %% ../nbs/14_lora.ipynb #42c2b4d8
+def masked_delta(layer: LoRALinear, x: torch.Tensor, y: torch.Tensor, ctx: LoRAContext):
+    "In place: all slots' A at once, masked to each token's own (scaled), then all slots' B."
+    n, k, _ = layer.lora_a.shape
+    xa = F.linear(x, layer.lora_a.view(n * k, -1)).view(-1, n, k) * ctx.scale_mask
+    y.addmm_(xa.view(-1, n * k), layer.lora_bt.view(n * k, -1))
+
+DELTAS = {'segmented': segmented_delta, 'gathered': gathered_delta, 'masked': masked_delta}
+
+# %% ../nbs/14_lora.ipynb #91b7bbb7
 PROJECTIONS = ('self_attn.qkv_proj', 'self_attn.o_proj', 'mlp.gate_up_proj', 'mlp.down_proj')
 
 def lora_layers(model) -> dict[str, LoRALinear]:
@@ -293,20 +321,23 @@ def enable_lora(model, max_loras: int, max_rank: int, shape: str = 'segmented') 
 @torch.no_grad()
 def put_adapter(model, slot: int, adapter: LoRAAdapter | None) -> None:
     "Copy `adapter` into `slot` of every projection (None: empty the slot)."
+    model.lora_state.scales[slot] = adapter.scale if adapter else 0.0
     for name, layer in lora_layers(model).items():
-        layer.lora_a[slot].zero_(); layer.lora_b[slot].zero_()
+        layer.lora_a[slot].zero_(); layer.lora_bt[slot].zero_()
         A, B = adapter.weights.get(name, (None, None)) if adapter else (None, None)
-        layer.widths[slot] = 0 if A is None else A.shape[0]
-        layer.scales[slot] = layer.scales_f[slot] = adapter.scale if adapter else 0.0
-        if A is not None:
-            layer.lora_a[slot, :A.shape[0]] = A; layer.lora_b[slot, :, :A.shape[0]] = B
+        w = layer.widths[slot] = 0 if A is None else A.shape[0]
+        if w:
+            layer.lora_a[slot, :w] = A; layer.lora_bt[slot, :w] = B.t()
+            layer.a_rows[slot], layer.bt_rows[slot] = layer.lora_a[slot, :w], layer.lora_bt[slot, :w]
 
-# %% ../nbs/14_lora.ipynb #2821e396
+# %% ../nbs/14_lora.ipynb #2d0911c0
 def peft_model(base: str | Path, adapter: str | Path | None):
     "The reference: `transformers`' model of `base` under PEFT's `adapter` (None: the base), float32."
     import warnings
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging
+    logging.disable_progress_bar()
     hf = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
     if adapter is None: return hf
     with warnings.catch_warnings():
@@ -410,13 +441,13 @@ class LoRAScheduler:
     def finish(self, seq, reason: str) -> None:
         super().finish(seq, reason); self._let_go(seq)
 
-# %% ../nbs/14_lora.ipynb #ee8d629e
+# %% ../nbs/14_lora.ipynb #4a7e74e9
 class LoRARunner:
     "Mixed into the engine's runner: each step's tokens carry their sequence's slot."
     def run(self, sched):
         state = self.model.lora_state
         state.ctx = lora_context([getattr(s, 'lora_slot', 0) for s in sched.seqs],
-                                 sched.num_new, self.device)
+                                 sched.num_new, self.device, state)
         try: return super().run(sched)
         finally: state.ctx = None
 
@@ -426,7 +457,7 @@ class LoRAPrefixCachingBlockManager(PrefixCachingBlockManager):
         a = getattr(seq, 'lora', None)
         return None if a is None else hash(('lora', a.uid))
 
-# %% ../nbs/14_lora.ipynb #c8636b1a
+# %% ../nbs/14_lora.ipynb #225c7b40
 @dataclass
 class LoRAEngineArgs(SpecDecodeEngineArgs):
     "Every engine argument so far, plus LoRA adapters."
@@ -434,7 +465,7 @@ class LoRAEngineArgs(SpecDecodeEngineArgs):
     max_loras: int = 1                 # adapters in one batch (slots)
     max_lora_rank: int = 16            # the largest rank a slot holds
     max_cpu_loras: int | None = None   # adapters kept on the host; default max_loras
-    lora_shape: str = 'segmented'      # or 'gathered' (chapter 14 measures both)
+    lora_shape: str = 'segmented'      # or 'masked', 'gathered' (measured below)
 
     def validate(self) -> None:
         super().validate()
@@ -444,8 +475,7 @@ class LoRAEngineArgs(SpecDecodeEngineArgs):
         if self.max_cpu_loras is None: self.max_cpu_loras = self.max_loras
         self.check(is_pos_int(self.max_cpu_loras) and self.max_cpu_loras >= self.max_loras,
                    'max_cpu_loras', f'must be an integer >= max_loras ({self.max_loras})')
-        self.check(self.lora_shape in ('segmented', 'gathered'), 'lora_shape',
-                   "must be 'segmented' or 'gathered'")
+        self.check(self.lora_shape in SHAPES, 'lora_shape', f"must be one of {', '.join(SHAPES)}")
 
     def block_manager_class(self):
         cls = super().block_manager_class()
@@ -652,7 +682,7 @@ def build_app(engine, served_model_name: str, lora_modules: dict[str, str] | Non
 class LoRACoreEngine(LoRAEngine, StructuredOutputCoreEngine):
     "Chapter 11's engine core with everything through this chapter."
 
-# %% ../nbs/14_lora.ipynb #13fc5d5e
+# %% ../nbs/14_lora.ipynb #0ec07b02
 def median_ms(fn, repeats: int = 50) -> float:
     "Median wall time of `fn()` in milliseconds, after one warm-up call."
     fn(); ts = []
@@ -662,27 +692,28 @@ def median_ms(fn, repeats: int = 50) -> float:
 
 @torch.inference_mode()
 def lora_shape_times(in_features: int, output_sizes: list[int], tokens: int, num_adapters: int,
-                     rank: int = 16, repeats: int = 50) -> dict:
-    "Milliseconds of one projection: base alone, and with segmented and gathered deltas."
+                     rank: int = 16, max_loras: int = 8, repeats: int = 50,
+                     shapes=('segmented', 'masked', 'gathered')) -> dict:
+    "Milliseconds of one projection: base alone, and with the deltas in each shape."
     g = torch.Generator().manual_seed(0)
-    state = LoRAState(num_adapters, rank)
+    state = LoRAState(max_loras, rank)
     layer = LoRALinear(Linear(in_features, output_sizes), state)
     layer.base.weight.data = torch.randn(sum(output_sizes), in_features, generator=g)
+    k = len(output_sizes) * rank
     for s in range(1, num_adapters + 1):
-        k = len(output_sizes) * rank
-        layer.lora_a[s].normal_(generator=g); layer.lora_b[s].normal_(generator=g)
-        layer.widths[s], layer.scales_f[s] = k, 0.5; layer.scales[s] = 0.5
+        A, B = torch.randn(k, in_features, generator=g), torch.randn(sum(output_sizes), k, generator=g)
+        layer.lora_a[s], layer.lora_bt[s], state.scales[s] = A, B.t(), 0.5
+        layer.widths[s], layer.a_rows[s], layer.bt_rows[s] = k, layer.lora_a[s], layer.lora_bt[s]
     x = torch.randn(tokens, in_features, generator=g)
     per = -(-tokens // num_adapters)
     sizes = [min(per, tokens - i * per) for i in range(num_adapters)]
-    ctx = lora_context(list(range(1, num_adapters + 1)), sizes, 'cpu')
-    out = dict(tokens=tokens, adapters=num_adapters)
-    state.ctx = None; out['base ms'] = median_ms(lambda: layer(x), repeats)
-    for shape in ('segmented', 'gathered'):
-        state.ctx, state.shape = ctx, shape
+    out = dict(tokens=tokens, adapters=num_adapters, **{'base ms': median_ms(lambda: layer(x), repeats)})
+    for shape in shapes:
+        state.shape = shape
+        state.ctx = lora_context(list(range(1, num_adapters + 1)), sizes, 'cpu', state)
         out[f'{shape} ms'] = median_ms(lambda: layer(x), repeats)
     state.ctx = None
-    for shape in ('segmented', 'gathered'): out[f'{shape} / base'] = out[f'{shape} ms'] / out['base ms']
+    for shape in shapes: out[f'{shape} / base'] = out[f'{shape} ms'] / out['base ms']
     return out
 
 # %% ../nbs/14_lora.ipynb #9f7638ca
