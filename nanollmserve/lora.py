@@ -35,7 +35,7 @@ __all__ = ['UNSUPPORTED', 'TARGETS', 'KEY', 'SHAPES', 'DELTAS', 'PROJECTIONS', '
            'LoRARunner', 'LoRAPrefixCachingBlockManager', 'LoRAEngineArgs', 'LoRAEngine', 'LoRALLMEngine', 'LoRALLM',
            'peft_greedy', 'LoRAServerState', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes',
            'LoRACollector', 'build_app', 'LoRACoreEngine', 'median_ms', 'lora_shape_times', 'merge_adapter',
-           'lora_runner', 'compare_lora_throughput', 'a_rank']
+           'lora_runner', 'compare_lora_throughput', 'a_rank', 'lora_memory']
 
 # %% ../nbs/14_lora.ipynb #ddf44330
 @dataclass(frozen=True)
@@ -760,3 +760,14 @@ def compare_lora_throughput(base: str | Path, adapters: list[LoRARequest], workl
 def a_rank(req: LoRARequest) -> int:
     "An adapter's rank, from its configuration."
     return read_adapter_config(Path(req.lora_path))['r']
+
+# %% ../nbs/14_lora.ipynb #eb51af9d
+def lora_memory(llm: LoRALLM, req: LoRARequest) -> dict:
+    "Bytes of one adapter: its file, packed on the host, one slot of the engine, a merged model."
+    model = llm.engine.model
+    slot = sum(m.lora_a[1].numel() * m.lora_a.element_size() +
+               m.lora_bt[1].numel() * m.lora_bt.element_size() for m in lora_layers(model).values())
+    base = sum(p.numel() * p.element_size() for n, p in model.named_parameters())
+    return {'file': (Path(req.lora_path) / 'adapter_model.safetensors').stat().st_size,
+            'host (packed)': llm.engine.lora.get(req).nbytes, 'one slot': slot,
+            'merged copy of the model': base}

@@ -402,3 +402,78 @@ def test_sigterm_stops_both_processes(ckpt):
     deadline = time.time() + 10
     while any(os.path.exists(f'/proc/{p}') for p in procs) and time.time() < deadline: time.sleep(0.1)
     assert not any(os.path.exists(f'/proc/{p}') for p in procs)
+
+
+# LoRA adapters (chapter 14): served as models, mixed in one batch, loaded and unloaded at run time.
+
+@pytest.fixture(scope='module')
+def adapters(ckpt, tmp_path_factory):
+    from nanollmserve.lora import make_tiny_adapter
+    d = tmp_path_factory.mktemp('adapters')
+    return {'full': make_tiny_adapter(ckpt, d / 'full', r=8, seed=1),
+            'qv': make_tiny_adapter(ckpt, d / 'qv', targets=('q_proj', 'v_proj'), r=4, use_rslora=True, seed=2),
+            'mlp': make_tiny_adapter(ckpt, d / 'mlp', targets=('gate_proj', 'up_proj', 'down_proj'), r=2, seed=3),
+            'big': make_tiny_adapter(ckpt, d / 'big', r=16, seed=4)}
+
+
+@pytest.fixture(scope='module')
+def lora_server(ckpt, adapters):
+    s = Server(ckpt, '--num-kv-blocks', '512', '--enable-lora', '--max-loras', '2', '--max-lora-rank', '8',
+               '--lora-modules', f"full={adapters['full']}", json.dumps({'name': 'qv', 'path': str(adapters['qv'])}),
+               '--allow-runtime-lora-updating')
+    yield s
+    s.stop()
+
+
+def test_lora_requests_mixed_equal_peft(lora_server, adapters, ckpt):
+    from nanollmserve.lora import peft_greedy
+    client = openai.OpenAI(base_url=lora_server.url + '/v1', api_key='unused', max_retries=0)
+    cards = {m['id']: m['parent'] for m in httpx.get(lora_server.url + '/v1/models').json()['data']}
+    assert cards == {MODEL: None, 'full': MODEL, 'qv': MODEL}
+    r = httpx.post(lora_server.url + '/v1/load_lora_adapter', json={'lora_name': 'mlp', 'lora_path': str(adapters['mlp'])})
+    assert r.status_code == 200, r.text
+    prompts = [[5 + i, 17, 33 + i, 9] for i in range(3)]
+    asks = [(m, p) for m in (MODEL, 'full', 'qv', 'mlp') for p in prompts]   # 3 adapters, 2 slots, and the base
+
+    def complete(ask):
+        m, p = ask
+        r = client.completions.create(model=m, prompt=p, max_tokens=10, temperature=0, extra_body={'ignore_eos': True})
+        assert r.model == m
+        return r.choices[0].text
+    with ThreadPoolExecutor(8) as pool: texts = list(pool.map(complete, asks))
+    tok = LLM(str(ckpt), num_kv_blocks=64).tokenizer
+    paths = {MODEL: None, 'full': adapters['full'], 'qv': adapters['qv'], 'mlp': adapters['mlp']}
+    for (m, p), text in zip(asks, texts):
+        assert text == tok.decode(peft_greedy(ckpt, paths[m], [p], 10)[0]), m
+    assert lora_server.wait_idle()['lora_slot_loads'] >= 3
+
+
+def test_lora_bad_input(lora_server, adapters):
+    url = lora_server.url
+    r = httpx.post(url + '/v1/completions', json={'model': 'nobody', 'prompt': 'hi', 'max_tokens': 2})
+    assert r.status_code == 404 and r.json()['error']['param'] == 'model'
+    for body in ({'lora_name': 'big', 'lora_path': str(adapters['big'])},             # rank 16 > 8
+                 {'lora_name': 'gone', 'lora_path': str(adapters['big']) + '-missing'},
+                 {'lora_name': 'full', 'lora_path': str(adapters['qv'])}):             # the name is taken
+        r = httpx.post(url + '/v1/load_lora_adapter', json=body)
+        assert r.status_code == 400 and r.json()['error']['message'], body
+    assert [m['id'] for m in httpx.get(url + '/v1/models').json()['data']].count('big') == 0
+    r = httpx.post(url + '/v1/unload_lora_adapter', json={'lora_name': 'nobody'})
+    assert r.status_code == 404
+
+
+def test_lora_unload_while_running(lora_server):
+    url = lora_server.url
+    body = {'model': 'qv', 'prompt': [3, 4, 5], 'max_tokens': 60, 'temperature': 0, 'ignore_eos': True, 'stream': True}
+    with httpx.stream('POST', url + '/v1/completions', json=body, timeout=60) as r:
+        lines = r.iter_lines()
+        first = next(l for l in lines if l.startswith('data: '))
+        metrics = httpx.get(url + '/metrics').text
+        assert 'nanollmserve:lora_requests_running{lora_name="qv"' in metrics
+        assert httpx.post(url + '/v1/unload_lora_adapter', json={'lora_name': 'qv'}).status_code == 200
+        rest = [l for l in lines if l.startswith('data: ')]
+    assert rest[-1] == 'data: [DONE]'
+    done = [json.loads(l[6:]) for l in [first] + rest[:-1]]
+    assert sum(len(c['choices'][0]['text']) > 0 for c in done) > 0 and done[-1]['choices'][0]['finish_reason'] == 'length'
+    r = httpx.post(url + '/v1/completions', json={'model': 'qv', 'prompt': 'hi', 'max_tokens': 2})
+    assert r.status_code == 404
