@@ -34,8 +34,9 @@ __all__ = ['UNSUPPORTED', 'TARGETS', 'KEY', 'SHAPES', 'DELTAS', 'PROJECTIONS', '
            'masked_delta', 'lora_layers', 'enable_lora', 'put_adapter', 'peft_model', 'LoRAManager', 'LoRAScheduler',
            'LoRARunner', 'LoRAPrefixCachingBlockManager', 'LoRAEngineArgs', 'LoRAEngine', 'LoRALLMEngine', 'LoRALLM',
            'peft_greedy', 'LoRAServerState', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes',
-           'LoRACollector', 'build_app', 'LoRACoreEngine', 'median_ms', 'lora_shape_times', 'merge_adapter',
-           'lora_runner', 'compare_lora_throughput', 'a_rank', 'lora_memory']
+           'LoRACollector', 'build_app', 'LoRACoreEngine', 'stdlib_code', 'grammar_rules', 'train_adapter',
+           'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'lora_runner', 'compare_lora_throughput',
+           'a_rank', 'lora_memory', 'slot_bytes', 'weight_bytes']
 
 # %% ../nbs/14_lora.ipynb #ddf44330
 @dataclass(frozen=True)
@@ -682,7 +683,60 @@ def build_app(engine, served_model_name: str, lora_modules: dict[str, str] | Non
 class LoRACoreEngine(LoRAEngine, StructuredOutputCoreEngine):
     "Chapter 11's engine core with everything through this chapter."
 
-# %% ../nbs/14_lora.ipynb #0ec07b02
+# %% ../nbs/14_lora.ipynb #d8812f42
+def stdlib_code(max_chars: int = 1_500_000) -> list[str]:
+    "The standard library's modules as code only (`ast.unparse`, docstrings dropped), by path."
+    import ast, sysconfig
+    from nanollmserve.training import SKIP_DIRS
+    lib, out, total = Path(sysconfig.get_paths()['stdlib']), [], 0
+    for p in sorted(lib.rglob('*.py')):
+        if SKIP_DIRS & set(p.relative_to(lib).parts) or total >= max_chars: continue
+        try: tree = ast.parse(p.read_text(encoding='utf-8'))
+        except (SyntaxError, UnicodeDecodeError, ValueError): continue
+        for node in ast.walk(tree):
+            body = getattr(node, 'body', None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                    and isinstance(getattr(body[0], 'value', None), ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+        out.append(ast.unparse(tree)); total += len(out[-1])
+    return out
+
+def grammar_rules() -> list[str]:
+    "The grammar rules (`::=` blocks) of `help()`'s topics, which the demo model never saw."
+    from nanollmserve.training import pydoc_topics
+    return [b.strip('\n') for t in pydoc_topics().values() for b in re.split(r'\n\s*\n', t)
+            if '::=' in b]
+
+# %% ../nbs/14_lora.ipynb #e12e7de7
+def train_adapter(base: str | Path, texts: list[str], cfg, r: int = 16, lora_alpha: float = 32,
+                  seed: int = 0) -> tuple:
+    "Train a PEFT LoRA adapter of `base` on `texts`: (the PEFT model, the loss history)."
+    import warnings
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from nanollmserve.training import held_out, token_stream, train
+    tok = AutoTokenizer.from_pretrained(base)
+    stream = token_stream(tok, [t for t in texts if not held_out(t)])
+    held = token_stream(tok, [t for t in texts if held_out(t)] or texts[-1:])
+    torch.manual_seed(seed)
+    hf = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        model = get_peft_model(hf, LoraConfig(r=r, lora_alpha=lora_alpha, lora_dropout=0.0,
+                                              target_modules=list(TARGETS)))
+    return model, train(model, stream, held, cfg)
+
+def save_adapter(model, dest: str | Path, base_name: str) -> Path:
+    "PEFT's `save_pretrained`, naming the base by `base_name` (not this machine's path), no card."
+    model.save_pretrained(dest)
+    cfg_file = Path(dest) / 'adapter_config.json'
+    cfg = json.loads(cfg_file.read_text()); cfg['base_model_name_or_path'] = base_name
+    cfg_file.write_text(json.dumps(cfg, indent=2, sort_keys=True) + '\n')
+    (Path(dest) / 'README.md').unlink(missing_ok=True)
+    return Path(dest)
+
+# %% ../nbs/14_lora.ipynb #9f940583
 def median_ms(fn, repeats: int = 50) -> float:
     "Median wall time of `fn()` in milliseconds, after one warm-up call."
     fn(); ts = []
@@ -716,7 +770,7 @@ def lora_shape_times(in_features: int, output_sizes: list[int], tokens: int, num
     for shape in shapes: out[f'{shape} / base'] = out[f'{shape} ms'] / out['base ms']
     return out
 
-# %% ../nbs/14_lora.ipynb #9f7638ca
+# %% ../nbs/14_lora.ipynb #0d08b4c7
 def merge_adapter(base: str | Path, adapter: str | Path, dest: str | Path) -> Path:
     "A checkpoint of `base` with `adapter` merged into its weights (PEFT's `merge_and_unload`)."
     from transformers import AutoTokenizer
@@ -739,7 +793,7 @@ def lora_runner(llm: LoRALLM, workload, lora_requests: list):
     llm.generate(prompts[:2], greedy_params(4), use_tqdm=False, lora_request=lora_requests[:2])
     return run
 
-# %% ../nbs/14_lora.ipynb #4303abc3
+# %% ../nbs/14_lora.ipynb #7ac48735
 def compare_lora_throughput(base: str | Path, adapters: list[LoRARequest], workload,
                             counts=(1, 2, 4, 8), repeats: int = 3, merged: str | Path | None = None,
                             **engine_args) -> dict[str, list[float]]:
@@ -761,7 +815,7 @@ def a_rank(req: LoRARequest) -> int:
     "An adapter's rank, from its configuration."
     return read_adapter_config(Path(req.lora_path))['r']
 
-# %% ../nbs/14_lora.ipynb #eb51af9d
+# %% ../nbs/14_lora.ipynb #3a11d8c3
 def lora_memory(llm: LoRALLM, req: LoRARequest) -> dict:
     "Bytes of one adapter: its file, packed on the host, one slot of the engine, a merged model."
     model = llm.engine.model
@@ -771,3 +825,15 @@ def lora_memory(llm: LoRALLM, req: LoRARequest) -> dict:
     return {'file': (Path(req.lora_path) / 'adapter_model.safetensors').stat().st_size,
             'host (packed)': llm.engine.lora.get(req).nbytes, 'one slot': slot,
             'merged copy of the model': base}
+
+# %% ../nbs/14_lora.ipynb #12a8c7fa
+def slot_bytes(cfg: ModelConfig, rank: int, dtype_bytes: int = 2) -> int:
+    "Bytes of one slot of rank `rank` beside every projection of a model of shape `cfg`."
+    return cfg.num_layers * dtype_bytes * sum(len(outs) * rank * (inp + sum(outs))
+                                              for inp, outs in projection_shapes(cfg).values())
+
+def weight_bytes(cfg: ModelConfig, dtype_bytes: int = 2) -> int:
+    "Bytes of a model's weights of shape `cfg`: projections, embeddings (and head), norms."
+    proj = sum(inp * sum(outs) for inp, outs in projection_shapes(cfg).values())
+    embed = cfg.vocab_size * cfg.hidden_size * (1 if cfg.tie_word_embeddings else 2)
+    return dtype_bytes * (cfg.num_layers * (proj + 2 * cfg.hidden_size) + embed + cfg.hidden_size)
