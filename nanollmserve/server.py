@@ -488,23 +488,27 @@ class ServerState:
         "The engine's `SamplingParams` for a generation request."
         return req.sampling_params(max_tokens, logprobs)
 
-    def model_cards(self) -> list[dict]:
-        "What /v1/models lists: the served model."
-        return [{'id': self.model_name, 'object': 'model', 'created': self.created,
-                 'owned_by': 'nanollmserve', 'root': self.root, 'parent': None,
-                 'max_model_len': self.max_model_len}]
+# %% ../nbs/09a_server.ipynb #276c3afe
+@patch
+def model_cards(self: ServerState) -> list[dict]:
+    "What /v1/models lists: the served model."
+    return [{'id': self.model_name, 'object': 'model', 'created': self.created,
+             'owned_by': 'nanollmserve', 'root': self.root, 'parent': None,
+             'max_model_len': self.max_model_len}]
 
-    def request_args(self, model: str) -> dict:
-        "What the engine needs to know of the requested `model` beyond the prompt (nothing yet)."
-        return {}
+@patch
+def request_args(self: ServerState, model: str) -> dict:
+    "What the engine is told about the requested `model` besides the prompt (nothing yet)."
+    return {}
 
-    async def generation(self, prompts: list, params: SamplingParams,
-                         model: str | None = None) -> Generation:
-        "A started `Generation` of `prompts` for `model`, if the waiting queue has room."
-        self.check_capacity()
-        gen = Generation(self.engine, prompts, params, self.request_args(model or self.model_name))
-        await gen.start()
-        return gen
+@patch
+async def generation(self: ServerState, prompts: list, params: SamplingParams,
+                     model: str | None = None) -> Generation:
+    "A started `Generation` of `prompts` for `model`, if the waiting queue has room."
+    self.check_capacity()
+    gen = Generation(self.engine, prompts, params, self.request_args(model or self.model_name))
+    await gen.start()
+    return gen
 
 # %% ../nbs/09a_server.ipynb #9c5bca8a
 def base_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
