@@ -29,14 +29,14 @@ from .structured_output import StructuredOutputLLMEngine
 
 # %% auto #0
 __all__ = ['UNSUPPORTED', 'TARGETS', 'KEY', 'SHAPES', 'DELTAS', 'PROJECTIONS', 'LoRARequest', 'read_adapter_config', 'lora_scale',
-           'LoRAAdapter', 'projection_shapes', 'adapter_tensors', 'pack', 'load_adapter', 'make_tiny_adapter',
-           'LoRAState', 'LoRALinear', 'LoRAContext', 'lora_context', 'segmented_delta', 'gathered_delta',
-           'masked_delta', 'lora_layers', 'enable_lora', 'put_adapter', 'peft_model', 'LoRAManager', 'LoRAScheduler',
-           'LoRARunner', 'LoRAPrefixCachingBlockManager', 'LoRAEngineArgs', 'LoRAEngine', 'LoRALLMEngine', 'LoRALLM',
-           'peft_greedy', 'LoRAServerState', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes',
-           'LoRACollector', 'build_app', 'LoRACoreEngine', 'stdlib_code', 'grammar_rules', 'train_adapter',
-           'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'lora_runner', 'compare_lora_throughput',
-           'a_rank', 'lora_memory', 'slot_bytes', 'weight_bytes']
+           'LoRAAdapter', 'projection_shapes', 'adapter_tensors', 'pack', 'adapter_dir', 'load_adapter',
+           'make_tiny_adapter', 'LoRAState', 'LoRALinear', 'LoRAContext', 'lora_context', 'segmented_delta',
+           'gathered_delta', 'masked_delta', 'lora_layers', 'enable_lora', 'put_adapter', 'peft_model', 'LoRAManager',
+           'LoRAScheduler', 'LoRARunner', 'LoRAPrefixCachingBlockManager', 'LoRAEngineArgs', 'LoRAEngine',
+           'LoRALLMEngine', 'LoRALLM', 'peft_greedy', 'LoRAServerState', 'LoadLoRAAdapterRequest',
+           'UnloadLoRAAdapterRequest', 'add_lora_routes', 'LoRACollector', 'build_app', 'LoRACoreEngine', 'stdlib_code',
+           'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter',
+           'lora_runner', 'compare_lora_throughput', 'a_rank', 'lora_memory', 'slot_bytes', 'weight_bytes']
 
 # %% ../nbs/14_lora.ipynb #ddf44330
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def lora_scale(cfg: dict) -> float:
     alpha = cfg.get('lora_alpha', cfg['r'])
     return alpha / math.sqrt(cfg['r']) if cfg.get('use_rslora') else alpha / cfg['r']
 
-# %% ../nbs/14_lora.ipynb #660a8f61
+# %% ../nbs/14_lora.ipynb #5fa948b8
 TARGETS = {'q_proj': ('self_attn.qkv_proj', 0), 'k_proj': ('self_attn.qkv_proj', 1),
            'v_proj': ('self_attn.qkv_proj', 2), 'o_proj': ('self_attn.o_proj', 0),
            'gate_proj': ('mlp.gate_up_proj', 0), 'up_proj': ('mlp.gate_up_proj', 1),
@@ -108,7 +108,7 @@ class LoRAAdapter:
     path: str
     rank: int
     scale: float
-    weights: dict          # 'model.layers.0.self_attn.qkv_proj' -> (A [shards*r, in], B [out, shards*r])
+    weights: dict          # 'model.layers.0.self_attn.qkv_proj' -> (A [k, in], B [out, k])
     uid: int = 0           # told apart from an adapter loaded later under the same id
 
     @property
@@ -154,7 +154,7 @@ def adapter_tensors(path: Path, cfg: dict, model_cfg: ModelConfig, max_lora_rank
     if not found: raise ValueError(f"{where}: it has no LoRA weights")
     return found
 
-# %% ../nbs/14_lora.ipynb #beed522f
+# %% ../nbs/14_lora.ipynb #b4698225
 def pack(found: dict, model_cfg: ModelConfig, r: int, dtype: torch.dtype) -> dict:
     "Per projection: the shards' A stacked, their B block-diagonal (zeros where not adapted)."
     out, projs, shapes = {}, {}, projection_shapes(model_cfg)
@@ -170,9 +170,16 @@ def pack(found: dict, model_cfg: ModelConfig, r: int, dtype: torch.dtype) -> dic
         out[f"model.layers.{layer}.{module_path}"] = (A.to(dtype), B.to(dtype))
     return out
 
+def adapter_dir(path: str | Path) -> Path:
+    "An adapter's directory: `path`, or the adapter of that name shipped in the package."
+    from nanollmserve.default_model import packaged_models_dir
+    p = Path(path).expanduser()
+    shipped = packaged_models_dir() / str(path)
+    return shipped if not p.exists() and p.name == str(path) and shipped.is_dir() else p
+
 def load_adapter(req: LoRARequest, model, max_lora_rank: int) -> LoRAAdapter:
     "Read, check and pack the adapter of `req` for `model`; a ValueError if it is unusable."
-    path = Path(req.lora_path).expanduser()
+    path = adapter_dir(req.lora_path)
     cfg = read_adapter_config(path)
     found = adapter_tensors(path, cfg, model.config, max_lora_rank)
     return LoRAAdapter(req.lora_name, req.lora_int_id, str(path), cfg['r'], lora_scale(cfg),
@@ -301,7 +308,7 @@ def masked_delta(layer: LoRALinear, x: torch.Tensor, y: torch.Tensor, ctx: LoRAC
 
 DELTAS = {'segmented': segmented_delta, 'gathered': gathered_delta, 'masked': masked_delta}
 
-# %% ../nbs/14_lora.ipynb #91b7bbb7
+# %% ../nbs/14_lora.ipynb #b49ddf85
 PROJECTIONS = ('self_attn.qkv_proj', 'self_attn.o_proj', 'mlp.gate_up_proj', 'mlp.down_proj')
 
 def lora_layers(model) -> dict[str, LoRALinear]:
@@ -329,11 +336,12 @@ def put_adapter(model, slot: int, adapter: LoRAAdapter | None) -> None:
         w = layer.widths[slot] = 0 if A is None else A.shape[0]
         if w:
             layer.lora_a[slot, :w] = A; layer.lora_bt[slot, :w] = B.t()
-            layer.a_rows[slot], layer.bt_rows[slot] = layer.lora_a[slot, :w], layer.lora_bt[slot, :w]
+            layer.a_rows[slot] = layer.lora_a[slot, :w]
+            layer.bt_rows[slot] = layer.lora_bt[slot, :w]
 
-# %% ../nbs/14_lora.ipynb #2d0911c0
+# %% ../nbs/14_lora.ipynb #6eba5dca
 def peft_model(base: str | Path, adapter: str | Path | None):
-    "The reference: `transformers`' model of `base` under PEFT's `adapter` (None: the base), float32."
+    "The reference: `transformers`' model of `base` under PEFT's `adapter` (None: the base)."
     import warnings
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
@@ -345,7 +353,7 @@ def peft_model(base: str | Path, adapter: str | Path | None):
         warnings.simplefilter('ignore')            # transformers' deprecation notes
         return PeftModel.from_pretrained(hf, adapter).eval()
 
-# %% ../nbs/14_lora.ipynb #79e1edf0
+# %% ../nbs/14_lora.ipynb #fad6aba1
 class LoRAManager:
     "Adapters on the host (an LRU by id) and in the model's slots (an LRU, held while in use)."
     def __init__(self, model, max_loras: int, max_lora_rank: int, max_cpu_loras: int):
@@ -361,7 +369,7 @@ class LoRAManager:
         "The adapter of `req`: from the host LRU, or read from its directory (a ValueError if bad)."
         a = self.host.get(req.lora_int_id)
         if a is not None:
-            if a.name != req.lora_name or Path(a.path) != Path(req.lora_path).expanduser():
+            if a.name != req.lora_name or Path(a.path) != adapter_dir(req.lora_path):
                 raise ValueError(f"LoRA id {req.lora_int_id} is in use by adapter {a.name!r} "
                                  f"({a.path}); give {req.lora_name!r} another lora_int_id")
             self.host.move_to_end(req.lora_int_id)
@@ -458,7 +466,7 @@ class LoRAPrefixCachingBlockManager(PrefixCachingBlockManager):
         a = getattr(seq, 'lora', None)
         return None if a is None else hash(('lora', a.uid))
 
-# %% ../nbs/14_lora.ipynb #225c7b40
+# %% ../nbs/14_lora.ipynb #4208fd3c
 @dataclass
 class LoRAEngineArgs(SpecDecodeEngineArgs):
     "Every engine argument so far, plus LoRA adapters."
@@ -480,8 +488,8 @@ class LoRAEngineArgs(SpecDecodeEngineArgs):
 
     def block_manager_class(self):
         cls = super().block_manager_class()
-        if self.enable_lora and cls is PrefixCachingBlockManager: return LoRAPrefixCachingBlockManager
-        return cls
+        lora_cache = self.enable_lora and cls is PrefixCachingBlockManager
+        return LoRAPrefixCachingBlockManager if lora_cache else cls
 
     def make_model(self):
         model, path = super().make_model()
@@ -489,7 +497,7 @@ class LoRAEngineArgs(SpecDecodeEngineArgs):
             enable_lora(model, self.max_loras, self.max_lora_rank, self.lora_shape)
         return model, path
 
-# %% ../nbs/14_lora.ipynb #acbb8a5a
+# %% ../nbs/14_lora.ipynb #f3d8d901
 class LoRAEngine:
     "Mixed into an engine class: requests may name a LoRA adapter (`lora_request=`)."
     args_class = LoRAEngineArgs
@@ -511,7 +519,8 @@ class LoRAEngine:
             raise ValueError(f"lora_request must be a LoRARequest, "
                              f"got {type(lora_request).__name__}")
         if self.lora is None:
-            raise ValueError("LoRA adapters are not enabled: start the engine with enable_lora=True")
+            raise ValueError("LoRA adapters are not enabled: "
+                             "start the engine with enable_lora=True")
         return self.lora.get(lora_request)
 
     def add_request(self, request_id: str, prompt, params=None, *args,
@@ -569,7 +578,7 @@ def peft_greedy(base: str | Path, adapter: str | Path | None, prompts_ids: list[
         return [hf.generate(torch.tensor([x]), generation_config=gc)[0, len(x):].tolist()
                 for x in prompts_ids]
 
-# %% ../nbs/14_lora.ipynb #02d79692
+# %% ../nbs/14_lora.ipynb #0a2e80c6
 from .loader import load_config
 from .server import APIError, bad_request
 from .tool_calls import ToolServerState
@@ -588,7 +597,7 @@ class LoRAServerState(ToolServerState):
         if not name or name == self.model_name or name in self.adapters:
             raise ValueError(f"the LoRA adapter name {name!r} is already in use" if name
                              else "a LoRA adapter needs a name")
-        p = Path(path).expanduser()
+        p = adapter_dir(path)
         adapter_tensors(p, read_adapter_config(p), self.model_config, self.max_lora_rank)
         self.adapters[name] = req = LoRARequest(name, self.next_lora_id, str(p))
         self.next_lora_id += 1
@@ -736,7 +745,7 @@ def save_adapter(model, dest: str | Path, base_name: str) -> Path:
     (Path(dest) / 'README.md').unlink(missing_ok=True)
     return Path(dest)
 
-# %% ../nbs/14_lora.ipynb #9f940583
+# %% ../nbs/14_lora.ipynb #c67661e5
 def median_ms(fn, repeats: int = 50) -> float:
     "Median wall time of `fn()` in milliseconds, after one warm-up call."
     fn(); ts = []
@@ -755,13 +764,15 @@ def lora_shape_times(in_features: int, output_sizes: list[int], tokens: int, num
     layer.base.weight.data = torch.randn(sum(output_sizes), in_features, generator=g)
     k = len(output_sizes) * rank
     for s in range(1, num_adapters + 1):
-        A, B = torch.randn(k, in_features, generator=g), torch.randn(sum(output_sizes), k, generator=g)
+        A = torch.randn(k, in_features, generator=g)
+        B = torch.randn(sum(output_sizes), k, generator=g)
         layer.lora_a[s], layer.lora_bt[s], state.scales[s] = A, B.t(), 0.5
         layer.widths[s], layer.a_rows[s], layer.bt_rows[s] = k, layer.lora_a[s], layer.lora_bt[s]
     x = torch.randn(tokens, in_features, generator=g)
     per = -(-tokens // num_adapters)
     sizes = [min(per, tokens - i * per) for i in range(num_adapters)]
-    out = dict(tokens=tokens, adapters=num_adapters, **{'base ms': median_ms(lambda: layer(x), repeats)})
+    out = {'tokens': tokens, 'adapters': num_adapters,
+           'base ms': median_ms(lambda: layer(x), repeats)}
     for shape in shapes:
         state.shape = shape
         state.ctx = lora_context(list(range(1, num_adapters + 1)), sizes, 'cpu', state)
@@ -770,7 +781,7 @@ def lora_shape_times(in_features: int, output_sizes: list[int], tokens: int, num
     for shape in shapes: out[f'{shape} / base'] = out[f'{shape} ms'] / out['base ms']
     return out
 
-# %% ../nbs/14_lora.ipynb #0d08b4c7
+# %% ../nbs/14_lora.ipynb #401576e2
 def merge_adapter(base: str | Path, adapter: str | Path, dest: str | Path) -> Path:
     "A checkpoint of `base` with `adapter` merged into its weights (PEFT's `merge_and_unload`)."
     from transformers import AutoTokenizer
@@ -779,7 +790,7 @@ def merge_adapter(base: str | Path, adapter: str | Path, dest: str | Path) -> Pa
     return Path(dest)
 
 def lora_runner(llm: LoRALLM, workload, lora_requests: list):
-    "`() -> (output tokens, seconds)`: `workload` through `llm`, request i under `lora_requests[i]`."
+    "`() -> (output tokens, seconds)`: `workload` through `llm`, request i under adapter i."
     from nanollmserve.cpu_kernel import greedy_params
     prompts = [{'prompt_token_ids': p} for p in workload.prompts]
     params = [greedy_params(m) for m in workload.max_tokens]
@@ -793,11 +804,11 @@ def lora_runner(llm: LoRALLM, workload, lora_requests: list):
     llm.generate(prompts[:2], greedy_params(4), use_tqdm=False, lora_request=lora_requests[:2])
     return run
 
-# %% ../nbs/14_lora.ipynb #7ac48735
+# %% ../nbs/14_lora.ipynb #6e1837f7
 def compare_lora_throughput(base: str | Path, adapters: list[LoRARequest], workload,
                             counts=(1, 2, 4, 8), repeats: int = 3, merged: str | Path | None = None,
                             **engine_args) -> dict[str, list[float]]:
-    "Output tok/s of the base model, one merged adapter, and a LoRA engine mixing `counts` adapters."
+    "Output tok/s of the base model, a merged adapter, and a LoRA engine mixing `counts` adapters."
     from nanollmserve.cpu_kernel import compare_throughput, engine_runner
     runners = {'base model': engine_runner(workload, str(base), llm_class=LoRALLM, **engine_args)}
     if merged is not None:

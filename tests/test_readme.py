@@ -70,3 +70,28 @@ def test_readme_bench_command(default_server, tmp_path):
     report = json.loads((tmp_path / 'result.json').read_text())
     assert (report['completed'], report['failed']) == (report['settings']['num_prompts'], 0), report['errors']
     assert 'Successful requests:' in r.stdout and report['goodput'] <= report['request_throughput']
+
+
+def test_readme_lora_serve():
+    "The README's LoRA command serves the shipped adapters beside the model, each answering as itself."
+    cmd = block('sh', '--enable-lora')
+    port = socket.socket(); port.bind(('127.0.0.1', 0)); free = port.getsockname()[1]; port.close()
+    proc = subprocess.Popen(f"{cmd} --port {free}", shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    url = f'http://127.0.0.1:{free}'
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if proc.poll() is not None: raise RuntimeError(proc.stdout.read())
+            try:
+                if httpx.get(url + '/health', timeout=1).status_code == 200: break
+            except httpx.HTTPError: time.sleep(0.5)
+        models = {m['id']: m['parent'] for m in httpx.get(url + '/v1/models').json()['data']}
+        assert models == {'nanollmserve-demo': None, 'code': 'nanollmserve-demo', 'grammar': 'nanollmserve-demo'}
+        texts = {m: httpx.post(url + '/v1/completions', timeout=60, json={
+                     'model': m, 'prompt': 'The with statement', 'max_tokens': 24, 'temperature': 0}).json()['choices'][0]['text']
+                 for m in models}
+        assert '::=' in texts['grammar'] and '::=' not in texts['nanollmserve-demo'] and len(set(texts.values())) == 3
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(30)
