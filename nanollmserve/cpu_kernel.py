@@ -33,7 +33,8 @@ __all__ = ['EXP_SOURCE', 'SCORES_SOURCE', 'SOFTMAX_SOURCE', 'VALUES_SOURCE', 'AV
            'AVX512_SOFTMAX_SOURCE', 'DRIVER_SOURCE', 'KERNEL_SOURCE', 'PORTABLE_SOURCE', 'VLLM_PYTHON', 'VLLM_DRIVER',
            'build_library', 'vectorizer_report', 'check_decode_inputs', 'bind_paged_decode', 'load_paged_decode',
            'random_paged_cache', 'time_decode_attention', 'Workload', 'w1_workload', 'greedy_params', 'engine_runner',
-           'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split']
+           'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report',
+           'time_split']
 
 # %% ../nbs/06a_cpu_kernel.ipynb #965f52ce
 _FLAG_SETS = (['-O3', '-march=native', '-fopenmp'], ['-O3', '-fopenmp'])
@@ -448,13 +449,19 @@ def engine_runner(workload: Workload, model: str = 'nanollmserve-tiny-qwen3',
                   **engine_args) -> Callable[[], tuple[int, float]]:
     "A function that runs `workload` through one engine: `() -> (output tokens, seconds)`."
     llm = llm_class(model, attention_backend=attention_backend, device=device, **engine_args)
+    return llm_runner(llm, workload, device)
+
+def llm_runner(llm, workload: Workload, device: str = 'cpu',
+               **request_args) -> Callable[[], tuple[int, float]]:
+    "The same for an engine already built; `request_args` go to `generate` (one per request)."
     prompts = [{'prompt_token_ids': p} for p in workload.prompts]
     params = [greedy_params(m) for m in workload.max_tokens]
-    llm.generate(prompts[:2], greedy_params(4), use_tqdm=False)          # warm up
+    first_two = {k: v[:2] if isinstance(v, list) else v for k, v in request_args.items()}
+    llm.generate(prompts[:2], greedy_params(4), use_tqdm=False, **first_two)          # warm up
     def run() -> tuple[int, float]:
         _sync(device)
         start = time.perf_counter()
-        outs = llm.generate(prompts, params, use_tqdm=False)
+        outs = llm.generate(prompts, params, use_tqdm=False, **request_args)
         _sync(device)
         seconds = time.perf_counter() - start
         produced = [len(o.outputs[0].token_ids) for o in outs]

@@ -191,11 +191,12 @@ def make_tiny_checkpoint(path,  # directory to write (created, or overwritten)
 
 # %% ../nbs/00_tiny_models.ipynb #4c068c02
 def hf_greedy(path, prompts_ids: list[list[int]], max_new_tokens: int,
-              ignore_eos: bool = False) -> list[list[int]]:
-    "transformers' greedy generate() for each prompt (token ids) alone; returns the new token ids."
+              ignore_eos: bool = False, model=None) -> list[list[int]]:
+    """transformers' greedy generate() for each prompt (token ids) alone; returns the new token ids.
+    `model`: the model already loaded (say, under a PEFT adapter) instead of `path`'s."""
     import copy
     from transformers import AutoModelForCausalLM
-    hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    hf = model or AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     gc = copy.deepcopy(hf.generation_config)
     gc.max_new_tokens, gc.do_sample = max_new_tokens, False
     if ignore_eos: gc.eos_token_id = hf.config.vocab_size   # an id that is never generated
