@@ -426,17 +426,15 @@ class LLM:
         prompts = list(prompts)
         if sampling_params is None: sampling_params = SamplingParams()
         params = per_prompt(sampling_params, len(prompts), 'SamplingParams')
-        extra = [dict(zip(request_args, vs)) for vs in
-                 zip(*[per_prompt(v, len(prompts), k) for k, v in request_args.items()])]
-        extra = extra or [{}] * len(prompts)
+        extra = {k: per_prompt(v, len(prompts), k) for k, v in request_args.items()}
         for p in prompts: self.engine.encode_prompt(p)        # validate all before queueing any
         ids = [f"offline-{self._counter + i}" for i in range(len(prompts))]
         self._counter += len(prompts)
         from tqdm.auto import tqdm
         results, produced, start = {}, 0, time.perf_counter()
         try:
-            for rid, prompt, p, kw in zip(ids, prompts, params, extra):
-                self.engine.add_request(rid, prompt, p, **kw)
+            for i, (rid, prompt, p) in enumerate(zip(ids, prompts, params)):
+                self.engine.add_request(rid, prompt, p, **{k: v[i] for k, v in extra.items()})
             with tqdm(total=len(prompts), desc='Processed prompts', disable=not use_tqdm,
                       dynamic_ncols=True) as bar:
                 while self.engine.has_unfinished_requests():
