@@ -9,10 +9,10 @@ __all__ = ['LLM', 'SamplingParams', 'StructuredOutputsParams', 'LoRARequest', 'L
 
 # %% ../nbs/91_api.ipynb #8f889cb9
 from .engine import CompletionOutput, RequestOutput
-from .lora import LoRAEngineArgs as EngineArgs
-from .lora import LoRALLM as LLM
-from .lora import LoRALLMEngine as LLMEngine
 from .lora import LoRARequest
+from .quantization import QuantEngineArgs as EngineArgs
+from .quantization import QuantLLM as LLM
+from .quantization import QuantLLMEngine as LLMEngine
 from .structured_output import SamplingParams, StructuredOutputsParams
 
 _all_ = ['LLM', 'SamplingParams', 'StructuredOutputsParams', 'LoRARequest', 'LLMEngine',

@@ -115,12 +115,17 @@ def add_serve_parser(sub) -> None:
     e.add_argument('--max-lora-rank', type=int, default=16)
     e.add_argument('--max-cpu-loras', type=int, default=None,
                    help='adapters kept in memory (default: --max-loras)')
+    e.add_argument('--quantization', default=None, choices=['int8', 'int4'],
+                   help='weights quantized as they load (chapter 15)')
+    e.add_argument('--quantization-group-size', type=int, default=128, choices=[32, 64, 128],
+                   help="int4's columns per scale and zero point")
 
 # %% ../nbs/90_cli.ipynb #1c8742ed
 ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens',
                'block_size', 'num_kv_blocks', 'attention_backend', 'fused_ops',
                'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold',
-               'speculative_config', 'enable_lora', 'max_loras', 'max_lora_rank', 'max_cpu_loras')
+               'speculative_config', 'enable_lora', 'max_loras', 'max_lora_rank', 'max_cpu_loras',
+               'quantization', 'quantization_group_size')
 
 def build_parser() -> argparse.ArgumentParser:
     "The `nanollmserve` command line: its two subcommands."
@@ -173,11 +178,11 @@ def build_serve_engine(args):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
     engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
-    from nanollmserve.lora import LoRACoreEngine, LoRALLMEngine     # chapters 5-14
+    from nanollmserve.quantization import QuantCoreEngine, QuantLLMEngine     # chapters 5-15
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine
         if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-        return AsyncLLMEngine.from_engine_args(args.model, engine_class=LoRALLMEngine,
+        return AsyncLLMEngine.from_engine_args(args.model, engine_class=QuantLLMEngine,
                                                **engine_args)
     from nanollmserve.engine_core import EngineCoreClient
     threads = args.cpu_threads
@@ -185,7 +190,7 @@ def build_serve_engine(args):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
         threads = cores if cores <= 2 else cores - 1     # beyond two cores, one for the API
     return EngineCoreClient.from_engine_args(args.model, threads=threads,
-                                             engine_class=LoRACoreEngine, **engine_args)
+                                             engine_class=QuantCoreEngine, **engine_args)
 
 # %% ../nbs/90_cli.ipynb #8a43dbe4
 def lora_modules(values: list[str] | None) -> dict[str, str]:

@@ -164,7 +164,10 @@ class EngineArgs:
         return budget
 
     def make_model(self) -> tuple[CausalLM, Path]:
-        return load_model(self.model, dtype=self.dtype, device=self.device)
+        return load_model(self.model, dtype=self.dtype, device=self.device, **self.load_args())
+    def load_args(self) -> dict:
+        "More arguments of `load_model`: its layer factories (chapter 15 quantizes)."
+        return {}
     def make_kv_cache(self, model: CausalLM, max_model_len: int):
         return ContiguousKVCache(model, self.max_num_seqs, max_model_len)
     def make_scheduler(self, cache, max_num_batched_tokens: int) -> Scheduler:

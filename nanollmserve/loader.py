@@ -125,7 +125,8 @@ def load_weights(model: CausalLM, path: Path) -> None:
 # %% ../nbs/01a_loader.ipynb #55474c65
 def load_model(model: str | Path | None = None,  # checkpoint directory, Hub id, None: the default
                dtype: str | torch.dtype = 'auto', device: str | torch.device = 'cpu',
-               linear: LinearFactory = Linear) -> tuple[CausalLM, Path]:
+               linear: LinearFactory = Linear, embedding=torch.nn.Embedding
+               ) -> tuple[CausalLM, Path]:
     "Build our decoder for a Hugging Face checkpoint, load its weights; return (model, directory)."
     path = resolve_model_path(model)
     cfg = load_config(path)
@@ -133,7 +134,7 @@ def load_model(model: str | Path | None = None,  # checkpoint directory, Hub id,
     if device.type == 'cuda' and not torch.cuda.is_available():
         raise ValueError("device 'cuda' requested but CUDA is not available")
     torch_dtype = resolve_dtype(dtype, cfg, device)
-    with torch.device(device): net = CausalLM(cfg, linear)
+    with torch.device(device): net = CausalLM(cfg, linear, embedding)
     net.to(torch_dtype)
     load_weights(net, path)
     return net.eval().requires_grad_(False), path

@@ -294,9 +294,10 @@ class DecoderLayer(nn.Module):
 # %% ../nbs/01_model.ipynb #a3fca1f4
 class DecoderModel(nn.Module):
     "Embeddings, the stack of layers and the final norm (the checkpoint's `model.` prefix)."
-    def __init__(self, cfg: ModelConfig, linear: LinearFactory = Linear):
+    def __init__(self, cfg: ModelConfig, linear: LinearFactory = Linear,
+                 embedding: Callable[[int, int], nn.Module] = nn.Embedding):
         super().__init__()
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.embed_tokens = embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(DecoderLayer(cfg, i, linear) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.rope, cfg.max_position_embeddings)
@@ -309,10 +310,11 @@ class DecoderModel(nn.Module):
 
 class CausalLM(nn.Module):
     "Decoder-only LM: `forward` gives hidden states, `compute_logits` makes logits of chosen ones."
-    def __init__(self, cfg: ModelConfig, linear: LinearFactory = Linear):
+    def __init__(self, cfg: ModelConfig, linear: LinearFactory = Linear,
+                 embedding: Callable[[int, int], nn.Module] = nn.Embedding):
         super().__init__()
         self.config = cfg
-        self.model = DecoderModel(cfg, linear)
+        self.model = DecoderModel(cfg, linear, embedding)
         tied = cfg.tie_word_embeddings
         self.lm_head = None if tied else linear(cfg.hidden_size, [cfg.vocab_size], False)
 
