@@ -22,12 +22,15 @@ from .model import CausalLM
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QWEN3_06B', 'QUANTIZATIONS', 'projection_shapes', 'median_ms', 'chain_times',
-           'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet', 'torchao_int8', 'quantize_int4',
-           'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4', 'qwen3_06b_config', 'chain_table', 'layer_format',
-           'QuantLinear', 'reference_weight', 'relative_error', 'Int8Embedding', 'quantized_embedding',
-           'QuantizedCausalLM', 'load_quantized_model', 'check_quantization', 'quantization_report', 'model_bytes',
-           'QuantEngineArgs', 'QuantLLMEngine', 'QuantLLM', 'QuantCoreEngine', 'plain_greedy']
+__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QWEN3_06B', 'QUANTIZATIONS', 'VARIANTS', 'projection_shapes', 'median_ms',
+           'chain_times', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet', 'torchao_int8',
+           'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4', 'qwen3_06b_config',
+           'chain_table', 'layer_format', 'QuantLinear', 'reference_weight', 'relative_error', 'Int8Embedding',
+           'quantized_embedding', 'QuantizedCausalLM', 'load_quantized_model', 'check_quantization',
+           'quantization_report', 'model_bytes', 'QuantEngineArgs', 'QuantLLMEngine', 'QuantLLM', 'QuantCoreEngine',
+           'plain_greedy', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table',
+           'qwen3_06b_checkpoint', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process',
+           'read_bandwidth']
 
 # %% ../nbs/15_quantization.ipynb #b0bb3f85
 def projection_shapes(cfg) -> list[tuple[int, int]]:
@@ -44,7 +47,7 @@ def median_ms(fn, repeats: int = 5) -> float:
         t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
     return statistics.median(times) * 1e3
 
-# %% ../nbs/15_quantization.ipynb #9d1146b8
+# %% ../nbs/15_quantization.ipynb #3943d971
 def _bf16_call(kernel):
     "Run `kernel` on bfloat16 activations, return float32 (the cast is part of what is timed)."
     return lambda x: kernel(x.to(torch.bfloat16)).float()
@@ -68,7 +71,7 @@ def chain_times(shapes: list[tuple[int, int]], kinds: list[str], batches=(1, 16)
         for m in batches:
             xs = {i: torch.randn(m, i, generator=g) for i in {i for _, i in shapes}}
             out[kind][m] = median_ms(lambda: [mm(xs[i]) for mm, i in mats], repeats)
-        del mats
+        mats = None     # free this kind's weights before the next
     return out
 
 # %% ../nbs/15_quantization.ipynb #59efdc36
@@ -389,3 +392,116 @@ def plain_greedy(model, prompt_ids: list[int], max_tokens: int) -> list[int]:
         x = torch.tensor(ids)
         ids.append(int(model.compute_logits(model(x, torch.arange(len(ids)))[-1:]).argmax()))
     return ids[len(prompt_ids):]
+
+# %% ../nbs/15_quantization.ipynb #714db4a8
+def held_out_windows(tokenizer, seq_len: int = 512) -> torch.Tensor:
+    "The demo corpus' held-out documents as token windows [n, seq_len] (appendix 95's split)."
+    from nanollmserve.training import demo_corpus, token_stream
+    stream = token_stream(tokenizer, demo_corpus().held)
+    n = len(stream) // seq_len
+    return stream[:n * seq_len].view(n, seq_len)
+
+@torch.no_grad()
+def score_windows(model, windows: torch.Tensor) -> tuple[float, torch.Tensor]:
+    "Perplexity of `model` on the windows, and its top-1 next token at every position."
+    nll, top1 = [], []
+    for x in windows:
+        logits = model.compute_logits(model(x, torch.arange(len(x))))
+        nll.append(F.cross_entropy(logits[:-1].float(), x[1:], reduction='none'))
+        top1.append(logits[:-1].argmax(-1))
+    return math.exp(torch.cat(nll).mean().item()), torch.cat(top1)
+
+# %% ../nbs/15_quantization.ipynb #fe120ef4
+def weight_variants(model, group_sizes=INT4_GROUP_SIZES) -> dict:
+    "Loaders of `model` in float32, bfloat16, int8 and int4 at each group size: {name: loader}."
+    from nanollmserve.loader import load_model
+    out = {'float32': lambda: load_model(model, dtype='float32')[0],
+           'bfloat16': lambda: load_model(model, dtype='bfloat16')[0],
+           'int8': lambda: load_quantized_model(model, 'int8')[0]}
+    for g in group_sizes:
+        out[f'int4 g{g}'] = lambda g=g: load_quantized_model(model, 'int4', g)[0]
+    return out
+
+def quality_table(model, windows: torch.Tensor) -> list[dict]:
+    "Perplexity, agreement with float32's top-1 and weight bytes of each variant."
+    rows, base = [], None
+    for name, load in weight_variants(model).items():
+        net = load()
+        ppl, top1 = score_windows(net, windows)
+        base = top1 if base is None else base
+        rows.append(dict(weights=name, perplexity=round(ppl, 3),
+                         top1_agreement=round((top1 == base).float().mean().item(), 4),
+                         MiB=round(model_bytes(net) / 2**20, 2),
+                         formats=quantization_report(net) or '-'))
+    return rows
+
+# %% ../nbs/15_quantization.ipynb #cf48a5b8
+def qwen3_06b_checkpoint() -> Path:
+    "A random float32 checkpoint of Qwen3-0.6B's shape, built once in the cache directory."
+    import shutil, tempfile
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers.utils import logging as hf_logging
+    from nanollmserve.default_model import cache_dir, tiny_model_path
+    from nanollmserve.loader import load_tokenizer
+    target = cache_dir()/'qwen3-0.6b-shape-v1'
+    if (target/'config.json').exists(): return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix='.building-'))
+    try:
+        torch.manual_seed(0); hf_logging.disable_progress_bar()
+        tok = load_tokenizer(tiny_model_path())
+        cfg = Qwen3Config(**QWEN3_06B, eos_token_id=tok.convert_tokens_to_ids('<|im_end|>'))
+        Qwen3ForCausalLM(cfg).float().save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        tmp.rename(target)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+# %% ../nbs/15_quantization.ipynb #e29a58ea
+VARIANTS = {'float32': {}, 'bfloat16': dict(dtype='bfloat16'), 'int8': dict(quantization='int8'),
+            **{f'int4 g{g}': dict(quantization='int4', quantization_group_size=g)
+               for g in INT4_GROUP_SIZES}}
+
+def proc_memory_mib() -> dict[str, float]:
+    "This process' resident memory now and at its peak, in MiB (Linux /proc)."
+    status = dict(l.split(':', 1) for l in Path('/proc/self/status').read_text().splitlines())
+    return {k: int(status[k].split()[0]) / 1024 for k in ('VmRSS', 'VmHWM')}
+
+def decode_tpot(engine, batch: int, prompt_len: int = 16, steps: int = 24) -> float:
+    "Median ms of a decode step with `batch` sequences running (after their prefill)."
+    from nanollmserve.cpu_kernel import greedy_params
+    for i in range(batch):
+        ids = [(31 * i + 7 * j) % 1000 + 3 for j in range(prompt_len)]
+        engine.add_request(f'tpot-{batch}-{i}', {'prompt_token_ids': ids}, greedy_params(steps + 2))
+    engine.step()
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter(); engine.step(); times.append(time.perf_counter() - t)
+    while engine.has_unfinished_requests(): engine.step()
+    return statistics.median(times) * 1e3
+
+# %% ../nbs/15_quantization.ipynb #39cacbcb
+def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2) -> dict:
+    "Weight bytes, resident memory and decode TPOT of `model` stored as `variant` (this process)."
+    torch.set_num_threads(threads)
+    engine = QuantLLMEngine(str(model), max_model_len=256, num_kv_blocks=64, block_size=16,
+                            **VARIANTS[variant])
+    mem = proc_memory_mib()
+    out = dict(variant=variant, weight_MiB=model_bytes(engine.model) / 2**20,
+               rss_MiB=mem['VmRSS'], peak_MiB=mem['VmHWM'])
+    for b in batches: out[f'tpot_ms_b{b}'] = decode_tpot(engine, b)
+    return out
+
+def footprint_in_process(model: str | Path, variant: str, **kw) -> dict:
+    "`footprint` in a fresh Python process (so that memory is the variant's alone)."
+    import json, subprocess, sys
+    code = ("import json, sys; from nanollmserve.quantization import footprint; "
+            f"print(json.dumps(footprint({str(model)!r}, {variant!r}, **{kw!r})))")
+    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+# %% ../nbs/15_quantization.ipynb #70d93161
+def read_bandwidth(gib: float = 1.0, repeats: int = 5) -> float:
+    "Memory read bandwidth in GB/s: summing a `gib`-GiB float32 tensor."
+    x = torch.ones(int(gib * 2**30 / 4))
+    return x.numel() * 4 / median_ms(lambda: x.sum(), repeats) / 1e6
