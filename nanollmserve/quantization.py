@@ -22,17 +22,17 @@ from .model import CausalLM
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QWEN3_06B', 'QUANTIZATIONS', 'VARIANTS', 'projection_shapes', 'median_ms',
-           'chain_times', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet', 'torchao_int8',
-           'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4', 'qwen3_06b_config',
-           'chain_table', 'layer_format', 'QuantLinear', 'reference_weight', 'relative_error', 'Int8Embedding',
-           'quantized_embedding', 'QuantizedCausalLM', 'load_quantized_model', 'check_quantization',
-           'quantization_report', 'model_bytes', 'QuantEngineArgs', 'QuantLLMEngine', 'QuantLLM', 'QuantCoreEngine',
-           'plain_greedy', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table',
-           'qwen3_06b_checkpoint', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process',
-           'read_bandwidth']
+__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QWEN3_06B', 'QUANT_SOURCE', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'VARIANTS',
+           'projection_shapes', 'median_ms', 'relative_error', 'chain_times', 'quantize_int8', 'dequantize_int8',
+           'int8_mm', 'torchao_quiet', 'torchao_int8', 'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm',
+           'torchao_int4', 'qwen3_06b_config', 'chain_table', 'QuantKernels', 'load_quant_kernels', 'layer_format',
+           'QuantLinear', 'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'QuantizedCausalLM',
+           'load_quantized_model', 'check_quantization', 'quantization_report', 'model_bytes', 'QuantEngineArgs',
+           'QuantLLMEngine', 'QuantLLM', 'QuantCoreEngine', 'plain_greedy', 'held_out_windows', 'score_windows',
+           'weight_variants', 'quality_table', 'qwen3_06b_checkpoint', 'proc_memory_mib', 'decode_tpot', 'footprint',
+           'footprint_in_process', 'read_bandwidth']
 
-# %% ../nbs/15_quantization.ipynb #b0bb3f85
+# %% ../nbs/15_quantization.ipynb #aebf9707
 def projection_shapes(cfg) -> list[tuple[int, int]]:
     "(out, in) of every projection a decode step multiplies by, the LM head last."
     q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
@@ -46,8 +46,11 @@ def median_ms(fn, repeats: int = 5) -> float:
     for _ in range(repeats):
         t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
     return statistics.median(times) * 1e3
+def relative_error(y: torch.Tensor, ref: torch.Tensor) -> float:
+    "Largest difference over the largest magnitude of the reference."
+    return ((y.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
 
-# %% ../nbs/15_quantization.ipynb #3943d971
+# %% ../nbs/15_quantization.ipynb #58a0f8c1
 def _bf16_call(kernel):
     "Run `kernel` on bfloat16 activations, return float32 (the cast is part of what is timed)."
     return lambda x: kernel(x.to(torch.bfloat16)).float()
@@ -55,10 +58,10 @@ def _bf16_call(kernel):
 MATMULS = {
     'float32': lambda w: partial(F.linear, weight=w),
     'bfloat16': lambda w: _bf16_call(partial(F.linear, weight=w.to(torch.bfloat16))),
-    'int8, float32 activations': lambda w: partial(int8_mm, *quantize_int8(w)),
-    'int8': lambda w: _bf16_call(partial(int8_mm, *quantize_int8(w))),
-    **{f'int4 g{g}': (lambda w, g=g: _bf16_call(partial(int4_mm, *pack_int4(*quantize_int4(w, g)),
-                                                        g))) for g in (32, 64, 128)},
+    'int8pack, float32 act.': lambda w: partial(int8_mm, *quantize_int8(w)),
+    'int8pack': lambda w: _bf16_call(partial(int8_mm, *quantize_int8(w))),
+    **{f'int4pack g{g}': (lambda w, g=g: _bf16_call(
+        partial(int4_mm, *pack_int4(*quantize_int4(w, g)), g))) for g in (32, 64, 128)},
 }
 
 def chain_times(shapes: list[tuple[int, int]], kinds: list[str], batches=(1, 16),
@@ -74,7 +77,7 @@ def chain_times(shapes: list[tuple[int, int]], kinds: list[str], batches=(1, 16)
         mats = None     # free this kind's weights before the next
     return out
 
-# %% ../nbs/15_quantization.ipynb #59efdc36
+# %% ../nbs/15_quantization.ipynb #e38ba902
 def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     "Symmetric per-row int8 of a 2-d float `w`: (codes int8 [out, in], scales float32 [out])."
     w = w.float()
@@ -88,6 +91,8 @@ def dequantize_int8(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 
 def int8_mm(q: torch.Tensor, scale: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     "`x @ (q * scale).T` by PyTorch's int8 weight-only kernel, in `x`'s dtype."
+    if q.shape[1] % 16:     # the kernel does not check, and reads out of bounds
+        raise ValueError(f"_weight_int8pack_mm needs an input width divisible by 16, got {q.shape[1]}")
     return torch.ops.aten._weight_int8pack_mm(x, q, scale.to(x.dtype))
 
 # %% ../nbs/15_quantization.ipynb #b0b79179
@@ -166,7 +171,200 @@ def chain_table(times: dict[str, dict[int, float]], base: str = 'float32') -> st
                                            for m in ms))
     return '\n'.join(rows)
 
-# %% ../nbs/15_quantization.ipynb #f96a6bb3
+# %% ../nbs/15_quantization.ipynb #8bb0978f
+QUANT_SOURCE = r'''
+#include <stdint.h>
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#include <immintrin.h>
+#define QUANT_AVX512 1
+#endif
+#define INLINE static inline __attribute__((always_inline))
+
+/* y[m, n] = scale[n] * sum_k x[m, k] q[n, k] for MB activation rows and 4 weight rows. */
+#ifdef QUANT_AVX512
+#define INT8_BLOCK(MB)                                                                           \
+INLINE void int8_block_##MB(const float *x, const int8_t *q, const float *scale, float *y,      \
+                            int N, int K) {                                                      \
+    __m512 acc[MB][4];                                                                           \
+    for (int i = 0; i < MB; i++) for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();    \
+    int k = 0;                                                                                   \
+    for (; k + 16 <= K; k += 16) {                                                               \
+        __m512 w[4];                                                                             \
+        for (int j = 0; j < 4; j++)                                                              \
+            w[j] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(                                      \
+                       _mm_loadu_si128((const __m128i *)(q + (int64_t)j * K + k))));             \
+        for (int i = 0; i < MB; i++) {                                                           \
+            const __m512 xv = _mm512_loadu_ps(x + (int64_t)i * K + k);                           \
+            for (int j = 0; j < 4; j++) acc[i][j] = _mm512_fmadd_ps(xv, w[j], acc[i][j]);        \
+        }                                                                                        \
+    }                                                                                            \
+    for (int i = 0; i < MB; i++) for (int j = 0; j < 4; j++) {                                   \
+        float s = _mm512_reduce_add_ps(acc[i][j]);                                               \
+        for (int t = k; t < K; t++) s += x[(int64_t)i * K + t] * q[(int64_t)j * K + t];          \
+        y[(int64_t)i * N + j] = s * scale[j];                                                    \
+    }                                                                                            \
+}
+INT8_BLOCK(1) INT8_BLOCK(2) INT8_BLOCK(3) INT8_BLOCK(4)
+#endif
+'''
+
+# %% ../nbs/15_quantization.ipynb #148cd879
+QUANT_SOURCE += r'''
+static void int8_rows(const float *x, const int8_t *q, const float *scale, float *y, int N, int K,
+                      int mb, int nb) {
+    for (int i = 0; i < mb; i++) for (int j = 0; j < nb; j++) {
+        float s = 0.f;
+        for (int t = 0; t < K; t++) s += x[(int64_t)i * K + t] * q[(int64_t)j * K + t];
+        y[(int64_t)i * N + j] = s * scale[j];
+    }
+}
+
+/* x [M, K] float32, q [N, K] int8, scale [N] float32 -> y [M, N] float32. */
+void int8_linear(const float *x, const int8_t *q, const float *scale, float *y, int M, int N,
+                 int K, int nthreads) {
+    #pragma omp parallel for schedule(static) num_threads(nthreads)
+    for (int n0 = 0; n0 < N; n0 += 4) {
+        const int nb = N - n0 < 4 ? N - n0 : 4;
+        for (int m0 = 0; m0 < M; m0 += 4) {
+            const int mb = M - m0 < 4 ? M - m0 : 4;
+            const float *xb = x + (int64_t)m0 * K, *sb = scale + n0;
+            const int8_t *qb = q + (int64_t)n0 * K;
+            float *yb = y + (int64_t)m0 * N + n0;
+#ifdef QUANT_AVX512
+            if (nb == 4) {
+                if (mb == 1) { int8_block_1(xb, qb, sb, yb, N, K); continue; }
+                if (mb == 2) { int8_block_2(xb, qb, sb, yb, N, K); continue; }
+                if (mb == 3) { int8_block_3(xb, qb, sb, yb, N, K); continue; }
+                int8_block_4(xb, qb, sb, yb, N, K); continue;
+            }
+#endif
+            int8_rows(xb, qb, sb, yb, N, K, mb, nb);
+        }
+    }
+}
+'''
+
+# %% ../nbs/15_quantization.ipynb #b691393b
+QUANT_SOURCE += r'''
+void int8_dequant(const int8_t *q, const float *scale, float *out, int N, int K, int nthreads) {
+    #pragma omp parallel for schedule(static) num_threads(nthreads)
+    for (int n = 0; n < N; n++) {
+        const float s = scale[n];
+        const int8_t *qr = q + (int64_t)n * K;
+        float *o = out + (int64_t)n * K;
+        for (int k = 0; k < K; k++) o[k] = qr[k] * s;
+    }
+}
+
+static inline float bf16_to_float(uint16_t b) {
+    union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;
+}
+
+/* packed [N/64][K][32] bytes, scales_and_zeros bfloat16 [K/g][N][2]; w = (q - 8) s + z. */
+void int4_dequant(const uint8_t *packed, const uint16_t *sz, float *out, int N, int K, int g,
+                  int nthreads) {
+    #pragma omp parallel for schedule(static) num_threads(nthreads)
+    for (int n = 0; n < N; n++) {
+        const int j = n % 64, shift = j >= 32 ? 4 : 0;
+        const uint8_t *col = packed + (int64_t)(n / 64) * K * 32 + j % 32;
+        float *o = out + (int64_t)n * K;
+        for (int k0 = 0; k0 < K; k0 += g) {
+            const uint16_t *p = sz + ((int64_t)(k0 / g) * N + n) * 2;
+            const float s = bf16_to_float(p[0]), z = bf16_to_float(p[1]) - 8.0f * s;
+            for (int k = k0; k < k0 + g; k++) o[k] = (float)((col[(int64_t)k * 32] >> shift) & 15) * s + z;
+        }
+    }
+}
+'''
+
+# %% ../nbs/15_quantization.ipynb #89f44f71
+import ctypes
+from .cpu_kernel import build_library
+
+def _check(name: str, t: torch.Tensor, dtype: torch.dtype, shape: tuple) -> None:
+    if t.dtype != dtype or t.device.type != 'cpu' or not t.is_contiguous() or t.shape != shape:
+        raise ValueError(f"{name} must be a contiguous {dtype} CPU tensor of shape {shape}, got "
+                         f"{t.dtype} {tuple(t.shape)} on {t.device}"
+                         f"{'' if t.is_contiguous() else ', not contiguous'}")
+
+class QuantKernels:
+    "The library's int8 matmul and its two dequantizers, on CPU tensors."
+    def __init__(self, lib_path: Path):
+        lib, P, I = ctypes.CDLL(str(lib_path)), ctypes.c_void_p, ctypes.c_int
+        self._mm, self._deq8, self._deq4 = lib.int8_linear, lib.int8_dequant, lib.int4_dequant
+        for f, args in [(self._mm, [P] * 4 + [I] * 4), (self._deq8, [P] * 3 + [I] * 3),
+                        (self._deq4, [P] * 3 + [I] * 4)]:
+            f.argtypes, f.restype = args, None
+
+    def int8_linear(self, x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        "`x @ (q * scale).T` for float32 `x` [M, K]: float32 activations, int8 weights."
+        (M, K), N = x.shape, q.shape[0]
+        _check('x', x, torch.float32, (M, K)); _check('q', q, torch.int8, (N, K))
+        _check('scale', scale, torch.float32, (N,))
+        y = x.new_empty(M, N)
+        self._mm(x.data_ptr(), q.data_ptr(), scale.data_ptr(), y.data_ptr(), M, N, K,
+                 torch.get_num_threads())
+        return y
+
+# %% ../nbs/15_quantization.ipynb #6fe4cef5
+def _int8_dequant(self: QuantKernels, q, scale, out: torch.Tensor) -> torch.Tensor:
+    "Write the float32 weight of int8 codes into `out` [N, K]."
+    N, K = q.shape
+    _check('q', q, torch.int8, (N, K)); _check('scale', scale, torch.float32, (N,))
+    _check('out', out, torch.float32, (N, K))
+    self._deq8(q.data_ptr(), scale.data_ptr(), out.data_ptr(), N, K, torch.get_num_threads())
+    return out
+
+def _int4_dequant(self: QuantKernels, packed, scales_and_zeros, group_size: int,
+                  out: torch.Tensor) -> torch.Tensor:
+    "Write the float32 weight of PyTorch's packed int4 into `out` [N, K] (N a multiple of 64)."
+    N, K = out.shape
+    if N % 64 or K % group_size: raise ValueError(f"int4_dequant: {N}x{K}, group {group_size}")
+    _check('packed', packed, torch.uint8, (N, K // 2)); _check('out', out, torch.float32, (N, K))
+    _check('scales_and_zeros', scales_and_zeros, torch.bfloat16, (K // group_size, N, 2))
+    self._deq4(packed.data_ptr(), scales_and_zeros.data_ptr(), out.data_ptr(), N, K, group_size,
+               torch.get_num_threads())
+    return out
+
+QuantKernels.int8_dequant, QuantKernels.int4_dequant = _int8_dequant, _int4_dequant
+
+_kernels: dict[str, QuantKernels | None] = {}
+
+def load_quant_kernels(required: bool = False) -> QuantKernels | None:
+    "The kernels; None (and a warning, once) if they cannot be built, unless `required`."
+    if 'lib' not in _kernels:
+        try: _kernels['lib'] = QuantKernels(build_library(QUANT_SOURCE, 'quant'))
+        except (OSError, RuntimeError) as e:
+            if required: raise
+            _log.warning("quantization CPU kernels unavailable, using PyTorch's: %s", e)
+            _kernels['lib'] = None
+    return _kernels['lib']
+
+# %% ../nbs/15_quantization.ipynb #53b00802
+def _ours(make):
+    "A MATMULS entry that calls this chapter's library."
+    return lambda w: make(load_quant_kernels(required=True), w)
+
+def _dequantized(kern, fmt: str, w: torch.Tensor):
+    "Dequantize into a buffer of the weight's size, then a float32 matmul (the prefill path)."
+    out, g = torch.empty(w.shape), 32
+    if fmt == 'int8':
+        q, s = quantize_int8(w)
+        return lambda x: F.linear(x, kern.int8_dequant(q, s, out))
+    packed, sz = pack_int4(*quantize_int4(w, g))
+    return lambda x: F.linear(x, kern.int4_dequant(packed, sz, g, out))
+
+MATMULS |= {
+    'int8 (ours)': _ours(lambda k, w: partial(lambda q, s, x: k.int8_linear(x, q, s),
+                                              *quantize_int8(w))),
+    'int8, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int8', w)),
+    'int4 g32, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int4', w)),
+}
+
+# %% ../nbs/15_quantization.ipynb #48f7453f
+DEQUANTIZE_ROWS = 96    # from this many rows, dequantize + float32 matmul (the sweep above)
+
+# %% ../nbs/15_quantization.ipynb #3c41f35e
 def layer_format(out_features: int, in_features: int, quantization: str | None,
                  group_size: int = 128) -> tuple[str, int | None]:
     "The format a `out × in` weight gets: ('int4', g), ('int8', None) or ('float', None)."
@@ -176,7 +374,7 @@ def layer_format(out_features: int, in_features: int, quantization: str | None,
     if quantization in ('int4', 'int8') and in_features % 16 == 0: return 'int8', None
     return 'float', None
 
-# %% ../nbs/15_quantization.ipynb #cb17a73f
+# %% ../nbs/15_quantization.ipynb #79775c61
 class QuantLinear(nn.Module):
     "A projection quantized as it loads (int8 or int4 by `layer_format`); `Linear`'s interface."
     def __init__(self, in_features: int, output_sizes: list[int], bias: bool = False,
@@ -199,7 +397,7 @@ class QuantLinear(nn.Module):
         g = f', group {self.group_size}' if self.group_size else ''
         return f'{self.in_features} -> {self.out_features}, {self.format}{g}'
 
-# %% ../nbs/15_quantization.ipynb #da4e51e0
+# %% ../nbs/15_quantization.ipynb #87c059bc
 @torch.no_grad()
 def _weight_loader(self: QuantLinear, param: nn.Parameter, loaded: torch.Tensor,
                    shard: int | None = None) -> None:
@@ -221,11 +419,11 @@ def _weight_loader(self: QuantLinear, param: nn.Parameter, loaded: torch.Tensor,
 
 QuantLinear.weight_loader = _weight_loader
 
-# %% ../nbs/15_quantization.ipynb #0ab108ce
+# %% ../nbs/15_quantization.ipynb #a5163f6a
 @torch.no_grad()
 def _quantize(self: QuantLinear) -> None:
     "Turn the staged float weight into this layer's format; drop the placeholder and the staging."
-    w, self.dtype = self.staged, self.staged.dtype
+    w = self.staged
     del self.weight
     if self.format == 'int8':
         q, s = quantize_int8(w)
@@ -236,31 +434,45 @@ def _quantize(self: QuantLinear) -> None:
     else: self.register_buffer('fweight', w.clone())
     self.staged = None
 
+# %% ../nbs/15_quantization.ipynb #147d1da2
+import threading
+_scratch = threading.local()
+
+def scratch(n: int, k: int) -> torch.Tensor:
+    "A float32 [n, k] view of this thread's scratch buffer, grown when needed."
+    buf = getattr(_scratch, 'buf', None)
+    if buf is None or buf.numel() < n * k: buf = _scratch.buf = torch.empty(n * k)
+    return buf[:n * k].view(n, k)
+
 def _forward(self: QuantLinear, x: torch.Tensor) -> torch.Tensor:
-    lead, x2 = x.shape[:-1], x.reshape(-1, self.in_features)
+    lead, x2 = x.shape[:-1], x.reshape(-1, self.in_features).contiguous()
+    kern = load_quant_kernels() if x2.dtype == torch.float32 else None
+    int4 = self.format == 'int4'
     if self.format == 'float': y = F.linear(x2, self.fweight)
     elif x2.shape[0] == 0: y = x2.new_empty(0, self.out_features)
+    elif kern and x2.shape[0] >= DEQUANTIZE_ROWS and not (int4 and self.out_features % 64):
+        out = scratch(self.out_features, self.in_features)
+        w = (kern.int4_dequant(self.qweight, self.scales_and_zeros, self.group_size, out) if int4
+             else kern.int8_dequant(self.qweight, self.scales, out))
+        y = F.linear(x2, w)
+    elif kern and not int4: y = kern.int8_linear(x2, self.qweight, self.scales)
     else:
-        xb = x2.to(torch.bfloat16).contiguous()
-        y = (int8_mm(self.qweight, self.scales, xb) if self.format == 'int8' else
-             int4_mm(self.qweight, self.scales_and_zeros, self.group_size, xb)).to(x.dtype)
+        xb = x2.to(torch.bfloat16)
+        y = (int4_mm(self.qweight, self.scales_and_zeros, self.group_size, xb) if int4 else
+             int8_mm(self.qweight, self.scales, xb)).to(x.dtype)
     if self.bias is not None: y = y + self.bias
     return y.reshape(*lead, self.out_features)
 
 QuantLinear.quantize, QuantLinear.forward = _quantize, _forward
 
-# %% ../nbs/15_quantization.ipynb #70f3607e
+# %% ../nbs/15_quantization.ipynb #9973cd8a
 def reference_weight(w: torch.Tensor, fmt: str, group_size: int | None) -> torch.Tensor:
     "The float32 weight a layer of format `fmt` stands for: dequantize-then-matmul's weight."
     if fmt == 'int8': return dequantize_int8(*quantize_int8(w))
     if fmt == 'int4': return dequantize_int4(*quantize_int4(w, group_size))
     return w.float()
 
-def relative_error(y: torch.Tensor, ref: torch.Tensor) -> float:
-    "Largest difference over the largest magnitude of the reference."
-    return ((y.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-
-# %% ../nbs/15_quantization.ipynb #d72814c9
+# %% ../nbs/15_quantization.ipynb #dc0c96b0
 class Int8Embedding(nn.Module):
     "The token table in int8 rows, one scale each, quantized as it loads."
     def __init__(self, num_embeddings: int, embedding_dim: int):
@@ -283,16 +495,18 @@ class Int8Embedding(nn.Module):
         return (self.qweight[ids].float() * self.scales[ids].unsqueeze(-1)).to(self.dtype)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        "float32 logits of `hidden` against the whole table (the tied LM head)."
-        lead, h = hidden.shape[:-1], hidden.reshape(-1, self.shape[1]).to(torch.bfloat16)
-        return int8_mm(self.qweight, self.scales, h.contiguous()).float().reshape(*lead, -1)
+        "float32 logits of `hidden` against the whole table (the tied LM head), never dequantized."
+        lead, h = hidden.shape[:-1], hidden.reshape(-1, self.shape[1]).contiguous()
+        kern = load_quant_kernels() if h.dtype == torch.float32 else None
+        if kern: return kern.int8_linear(h, self.qweight, self.scales).reshape(*lead, -1)
+        return int8_mm(self.qweight, self.scales, h.to(torch.bfloat16)).float().reshape(*lead, -1)
 
 def quantized_embedding(num_embeddings: int, embedding_dim: int) -> nn.Module:
     "Chapter 1's embedding seam: int8 rows when the width allows the kernel, else float."
     if embedding_dim % 16: return nn.Embedding(num_embeddings, embedding_dim)
     return Int8Embedding(num_embeddings, embedding_dim)
 
-# %% ../nbs/15_quantization.ipynb #e9e7d1d7
+# %% ../nbs/15_quantization.ipynb #0dd4a876
 QUANTIZATIONS = ('int8', 'int4')
 
 class QuantizedCausalLM(CausalLM):
@@ -314,7 +528,7 @@ def load_quantized_model(model: str | Path | None = None, quantization: str = 'i
     net.__class__ = QuantizedCausalLM
     return net, path
 
-# %% ../nbs/15_quantization.ipynb #1e3b025f
+# %% ../nbs/15_quantization.ipynb #40269634
 def check_quantization(quantization, group_size, device='cpu') -> None:
     "A ValueError naming what is wrong with these quantization arguments."
     if quantization not in QUANTIZATIONS:
@@ -340,7 +554,7 @@ def model_bytes(model) -> int:
     "Bytes of every parameter and buffer of the model (what its weights hold in memory)."
     return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
 
-# %% ../nbs/15_quantization.ipynb #8b37f91a
+# %% ../nbs/15_quantization.ipynb #e2bdda7c
 from .lora import LoRACoreEngine, LoRAEngineArgs, LoRALLM, LoRALLMEngine
 
 @dataclass
@@ -383,7 +597,7 @@ class QuantCoreEngine(LoRACoreEngine):
     "Chapter 11's engine core with everything through this chapter."
     args_class = QuantEngineArgs
 
-# %% ../nbs/15_quantization.ipynb #7bf02908
+# %% ../nbs/15_quantization.ipynb #36a7633e
 @torch.no_grad()
 def plain_greedy(model, prompt_ids: list[int], max_tokens: int) -> list[int]:
     "Greedy tokens with no KV cache: the whole sequence through the model for every new token."
@@ -393,7 +607,7 @@ def plain_greedy(model, prompt_ids: list[int], max_tokens: int) -> list[int]:
         ids.append(int(model.compute_logits(model(x, torch.arange(len(ids)))[-1:]).argmax()))
     return ids[len(prompt_ids):]
 
-# %% ../nbs/15_quantization.ipynb #714db4a8
+# %% ../nbs/15_quantization.ipynb #2b891f20
 def held_out_windows(tokenizer, seq_len: int = 512) -> torch.Tensor:
     "The demo corpus' held-out documents as token windows [n, seq_len] (appendix 95's split)."
     from nanollmserve.training import demo_corpus, token_stream
@@ -411,7 +625,7 @@ def score_windows(model, windows: torch.Tensor) -> tuple[float, torch.Tensor]:
         top1.append(logits[:-1].argmax(-1))
     return math.exp(torch.cat(nll).mean().item()), torch.cat(top1)
 
-# %% ../nbs/15_quantization.ipynb #fe120ef4
+# %% ../nbs/15_quantization.ipynb #151ad7a8
 def weight_variants(model, group_sizes=INT4_GROUP_SIZES) -> dict:
     "Loaders of `model` in float32, bfloat16, int8 and int4 at each group size: {name: loader}."
     from nanollmserve.loader import load_model
@@ -435,7 +649,7 @@ def quality_table(model, windows: torch.Tensor) -> list[dict]:
                          formats=quantization_report(net) or '-'))
     return rows
 
-# %% ../nbs/15_quantization.ipynb #cf48a5b8
+# %% ../nbs/15_quantization.ipynb #b56129b5
 def qwen3_06b_checkpoint() -> Path:
     "A random float32 checkpoint of Qwen3-0.6B's shape, built once in the cache directory."
     import shutil, tempfile
@@ -457,7 +671,7 @@ def qwen3_06b_checkpoint() -> Path:
     finally: shutil.rmtree(tmp, ignore_errors=True)
     return target
 
-# %% ../nbs/15_quantization.ipynb #e29a58ea
+# %% ../nbs/15_quantization.ipynb #ccae855b
 VARIANTS = {'float32': {}, 'bfloat16': dict(dtype='bfloat16'), 'int8': dict(quantization='int8'),
             **{f'int4 g{g}': dict(quantization='int4', quantization_group_size=g)
                for g in INT4_GROUP_SIZES}}
@@ -480,17 +694,16 @@ def decode_tpot(engine, batch: int, prompt_len: int = 16, steps: int = 24) -> fl
     while engine.has_unfinished_requests(): engine.step()
     return statistics.median(times) * 1e3
 
-# %% ../nbs/15_quantization.ipynb #39cacbcb
+# %% ../nbs/15_quantization.ipynb #b9f854b0
 def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2) -> dict:
     "Weight bytes, resident memory and decode TPOT of `model` stored as `variant` (this process)."
     torch.set_num_threads(threads)
     engine = QuantLLMEngine(str(model), max_model_len=256, num_kv_blocks=64, block_size=16,
                             **VARIANTS[variant])
-    mem = proc_memory_mib()
-    out = dict(variant=variant, weight_MiB=model_bytes(engine.model) / 2**20,
-               rss_MiB=mem['VmRSS'], peak_MiB=mem['VmHWM'])
+    out = dict(variant=variant, weight_MiB=model_bytes(engine.model) / 2**20)
     for b in batches: out[f'tpot_ms_b{b}'] = decode_tpot(engine, b)
-    return out
+    mem = proc_memory_mib()      # after the runs: the scratch buffer and the work are in
+    return out | dict(rss_MiB=mem['VmRSS'], peak_MiB=mem['VmHWM'])
 
 def footprint_in_process(model: str | Path, variant: str, **kw) -> dict:
     "`footprint` in a fresh Python process (so that memory is the variant's alone)."
@@ -500,7 +713,7 @@ def footprint_in_process(model: str | Path, variant: str, **kw) -> dict:
     run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     return json.loads(run.stdout.strip().splitlines()[-1])
 
-# %% ../nbs/15_quantization.ipynb #70d93161
+# %% ../nbs/15_quantization.ipynb #17ee2f76
 def read_bandwidth(gib: float = 1.0, repeats: int = 5) -> float:
     "Memory read bandwidth in GB/s: summing a `gib`-GiB float32 tensor."
     x = torch.ones(int(gib * 2**30 / 4))
