@@ -477,3 +477,20 @@ def test_lora_unload_while_running(lora_server):
     assert sum(len(c['choices'][0]['text']) > 0 for c in done) > 0 and done[-1]['choices'][0]['finish_reason'] == 'length'
     r = httpx.post(url + '/v1/completions', json={'model': 'qv', 'prompt': 'hi', 'max_tokens': 2})
     assert r.status_code == 404
+
+
+def test_quantized_serve_equals_offline(ckpt):
+    "--quantization int4 (groups of 32): the served greedy text is the offline quantized engine's; LoRA with it exits 1."
+    s = Server(ckpt, '--num-kv-blocks', '256', '--quantization', 'int4', '--quantization-group-size', '32')
+    try:
+        client = openai.OpenAI(base_url=s.url + '/v1', api_key='unused', max_retries=0)
+        prompts = ['The quick brown fox', 'Serving many requests at once']
+        got = [client.completions.create(model=MODEL, prompt=p, max_tokens=12, temperature=0).choices[0].text for p in prompts]
+        ref = LLM(str(ckpt), num_kv_blocks=256, quantization='int4', quantization_group_size=32).generate(
+            prompts, SamplingParams(temperature=0, max_tokens=12), use_tqdm=False)
+        assert got == [r.outputs[0].text for r in ref]
+    finally:
+        s.stop()
+    bad = subprocess.run([sys.executable, '-m', 'nanollmserve.cli', 'serve', '--model', str(ckpt), '--quantization', 'int4',
+                          '--enable-lora'], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and 'LoRA adapters on quantized weights' in bad.stderr
