@@ -115,8 +115,9 @@ def add_serve_parser(sub) -> None:
     e.add_argument('--max-lora-rank', type=int, default=16)
     e.add_argument('--max-cpu-loras', type=int, default=None,
                    help='adapters kept in memory (default: --max-loras)')
-    e.add_argument('--quantization', default=None, choices=['int8', 'int4'],
-                   help='weights quantized as they load (chapter 15)')
+    e.add_argument('--quantization', default=None, choices=['int8', 'int4', 'compressed-tensors'],
+                   help='weights quantized as they load (chapter 15); a compressed-tensors '
+                        'checkpoint is recognized without it')
     e.add_argument('--quantization-group-size', type=int, default=128, choices=[32, 64, 128],
                    help="int4's columns per scale and zero point")
 

@@ -130,6 +130,10 @@ def load_model(model: str | Path | None = None,  # checkpoint directory, Hub id,
     "Build our decoder for a Hugging Face checkpoint, load its weights; return (model, directory)."
     path = resolve_model_path(model)
     cfg = load_config(path)
+    if cfg.quantization_config and linear is Linear:
+        method = cfg.quantization_config.get('quant_method')
+        raise ValueError(f"{path} is a quantized checkpoint ({method}): its weights need a "
+                         f"quantized loader (the engine's quantization='compressed-tensors')")
     device = torch.device(device)
     if device.type == 'cuda' and not torch.cuda.is_available():
         raise ValueError("device 'cuda' requested but CUDA is not available")

@@ -68,6 +68,7 @@ class ModelConfig:
     rope: dict = field(default_factory=lambda: {'rope_type': 'default', 'rope_theta': 10000.0})
     sliding_window: int | None = None
     dtype: str | None = None  # the checkpoint's own dtype, e.g. 'bfloat16'
+    quantization_config: dict | None = None   # a quantized checkpoint's (chapter 15 reads it)
 
     @property
     def max_model_len(self) -> int:
@@ -90,9 +91,6 @@ def from_hf(cls: ModelConfig, d: dict) -> ModelConfig:
                          f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
     if d.get('hidden_act', 'silu') not in ('silu', 'swish'):
         raise ValueError(f"unsupported hidden_act {d['hidden_act']!r}; supported: silu")
-    if d.get('quantization_config'):
-        raise ValueError("quantized checkpoints are not supported yet; "
-                         "use a float16/bfloat16/float32 checkpoint")
     heads, attention_bias = d['num_attention_heads'], bool(d.get('attention_bias', False))
     return cls(
         architecture=arch, vocab_size=d['vocab_size'], hidden_size=d['hidden_size'],
@@ -106,7 +104,8 @@ def from_hf(cls: ModelConfig, d: dict) -> ModelConfig:
         o_bias=attention_bias and arch != 'Qwen2ForCausalLM',
         mlp_bias=bool(d.get('mlp_bias', False)), qk_norm=arch == 'Qwen3ForCausalLM',
         rope=_rope_parameters(d), sliding_window=_sliding_window(arch, d),
-        dtype=d.get('dtype') or d.get('torch_dtype'))
+        dtype=d.get('dtype') or d.get('torch_dtype'),
+        quantization_config=d.get('quantization_config'))
 
 # %% ../nbs/01_model.ipynb #1cb60228
 class RMSNorm(nn.Module):

@@ -26,12 +26,14 @@ from .model import CausalLM
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QWEN3_06B', 'QUANT_SOURCE', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'VARIANTS',
-           'projection_shapes', 'median_ms', 'relative_error', 'chain_times', 'quantize_int8', 'dequantize_int8',
-           'int8_mm', 'torchao_quiet', 'torchao_int8', 'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm',
-           'torchao_int4', 'qwen3_06b_config', 'chain_table', 'QuantKernels', 'load_quant_kernels', 'layer_format',
-           'QuantLinear', 'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'QuantizedCausalLM',
-           'load_quantized_model', 'release_free_memory', 'check_quantization', 'quantization_report', 'model_bytes',
+__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QWEN3_06B', 'QUANT_SOURCE', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'ENGINE_QUANTIZATIONS',
+           'VARIANTS', 'projection_shapes', 'median_ms', 'relative_error', 'chain_times', 'quantize_int8',
+           'dequantize_int8', 'int8_mm', 'torchao_quiet', 'torchao_int8', 'quantize_int4', 'dequantize_int4',
+           'pack_int4', 'int4_mm', 'torchao_int4', 'qwen3_06b_config', 'chain_table', 'QuantKernels',
+           'load_quant_kernels', 'layer_format', 'QuantLinear', 'scratch', 'reference_weight', 'Int8Embedding',
+           'quantized_embedding', 'QuantizedCausalLM', 'load_quantized_model', 'release_free_memory',
+           'check_quantization', 'quantization_report', 'model_bytes', 'checkpoint_scheme', 'unpack_codes',
+           'codes_to_format', 'PackedLinear', 'packed_factory', 'load_packed_model', 'compressed_checkpoint',
            'QuantEngineArgs', 'QuantLLMEngine', 'QuantLLM', 'QuantCoreEngine', 'plain_greedy', 'held_out_windows',
            'score_windows', 'weight_variants', 'quality_table', 'qwen3_06b_checkpoint', 'proc_memory_mib',
            'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth']
@@ -249,7 +251,7 @@ void int8_linear(const float *x, const int8_t *q, const float *scale, float *y, 
 }
 '''
 
-# %% ../nbs/15_quantization.ipynb #450a636a
+# %% ../nbs/15_quantization.ipynb #0291a955
 QUANT_SOURCE += r'''
 void int8_dequant(const int8_t *q, const float *scale, float *out, int N, int K, int nthreads) {
     #pragma omp parallel for schedule(static) num_threads(nthreads)
@@ -265,19 +267,28 @@ static inline float bf16_to_float(uint16_t b) {
     union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;
 }
 
-/* packed [N/64][K][32] bytes, scales_and_zeros bfloat16 [K/g][N][2]; w = (q - 8) s + z. */
+/* Blocks of 64 rows: [K][32] bytes, row j in the low nibble of byte j, row j + 32 in the high one;
+   the last N % 64 rows: [K][(N % 64) / 2] bytes, rows 2j and 2j + 1 in byte j. scales_and_zeros
+   bfloat16 [K/g][N][2]; w = (q - 8) s + z. */
 void int4_dequant(const uint8_t *packed, const uint16_t *sz, float *out, int N, int K, int g,
                   int nthreads) {
+    const int full = N / 64 * 64, rest = N - full;
     #pragma omp parallel for schedule(static) num_threads(nthreads)
     for (int n = 0; n < N; n++) {
-        const int j = n % 64, shift = j >= 32 ? 4 : 0;
-        const uint8_t *col = packed + (int64_t)(n / 64) * K * 32 + j % 32;
+        const uint8_t *col; int64_t stride; int shift;
+        if (n < full) {
+            const int j = n % 64;
+            col = packed + (int64_t)(n / 64) * K * 32 + j % 32; stride = 32; shift = j >= 32 ? 4 : 0;
+        } else {
+            const int t = n - full;
+            col = packed + (int64_t)full * K / 2 + t / 2; stride = rest / 2; shift = (t % 2) * 4;
+        }
         float *o = out + (int64_t)n * K;
         for (int k0 = 0; k0 < K; k0 += g) {
             const uint16_t *p = sz + ((int64_t)(k0 / g) * N + n) * 2;
             const float s = bf16_to_float(p[0]), z = bf16_to_float(p[1]) - 8.0f * s;
             for (int k = k0; k < k0 + g; k++)
-                o[k] = (float)((col[(int64_t)k * 32] >> shift) & 15) * s + z;
+                o[k] = (float)((col[(int64_t)k * stride] >> shift) & 15) * s + z;
         }
     }
 }
@@ -309,7 +320,7 @@ class QuantKernels:
                  torch.get_num_threads())
         return y
 
-# %% ../nbs/15_quantization.ipynb #6fe4cef5
+# %% ../nbs/15_quantization.ipynb #c444875b
 def _int8_dequant(self: QuantKernels, q, scale, out: torch.Tensor) -> torch.Tensor:
     "Write the float32 weight of int8 codes into `out` [N, K]."
     N, K = q.shape
@@ -320,9 +331,9 @@ def _int8_dequant(self: QuantKernels, q, scale, out: torch.Tensor) -> torch.Tens
 
 def _int4_dequant(self: QuantKernels, packed, scales_and_zeros, group_size: int,
                   out: torch.Tensor) -> torch.Tensor:
-    "Write the float32 weight of PyTorch's packed int4 into `out` [N, K] (N a multiple of 64)."
+    "Write the float32 weight of PyTorch's packed int4 into `out` [N, K] (N a multiple of 16)."
     N, K = out.shape
-    if N % 64 or K % group_size: raise ValueError(f"int4_dequant: {N}x{K}, group {group_size}")
+    if N % 16 or K % group_size: raise ValueError(f"int4_dequant: {N}x{K}, group {group_size}")
     _check('packed', packed, torch.uint8, (N, K // 2)); _check('out', out, torch.float32, (N, K))
     _check('scales_and_zeros', scales_and_zeros, torch.bfloat16, (K // group_size, N, 2))
     self._deq4(packed.data_ptr(), scales_and_zeros.data_ptr(), out.data_ptr(), N, K, group_size,
@@ -437,7 +448,7 @@ def _quantize(self: QuantLinear) -> None:
     else: self.register_buffer('fweight', w.clone())
     self.staged = None
 
-# %% ../nbs/15_quantization.ipynb #7f26acd0
+# %% ../nbs/15_quantization.ipynb #d619bca3
 _scratch = threading.local()
 
 def scratch(n: int, k: int) -> torch.Tensor:
@@ -452,7 +463,7 @@ def _forward(self: QuantLinear, x: torch.Tensor) -> torch.Tensor:
     int4 = self.format == 'int4'
     if self.format == 'float': y = F.linear(x2, self.fweight)
     elif x2.shape[0] == 0: y = x2.new_empty(0, self.out_features)
-    elif kern and x2.shape[0] >= DEQUANTIZE_ROWS and not (int4 and self.out_features % 64):
+    elif kern and x2.shape[0] >= DEQUANTIZE_ROWS:
         out = scratch(self.out_features, self.in_features)
         w = (kern.int4_dequant(self.qweight, self.scales_and_zeros, self.group_size, out) if int4
              else kern.int8_dequant(self.qweight, self.scales, out))
@@ -562,18 +573,175 @@ def model_bytes(model) -> int:
     "Bytes of every parameter and buffer of the model (what its weights hold in memory)."
     return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
 
-# %% ../nbs/15_quantization.ipynb #28bee44f
+# %% ../nbs/15_quantization.ipynb #beb70323
+def checkpoint_scheme(path) -> tuple[str, int | None, bool] | None:
+    "(format, group size, LM head left float) of a compressed-tensors checkpoint; None: not quantized."
+    import json
+    cfg = json.loads((Path(path)/'config.json').read_text()).get('quantization_config')
+    if not cfg: return None
+    def bad(why): return ValueError(f"{path}: quantized checkpoint not supported: {why}")
+    if cfg.get('quant_method') != 'compressed-tensors':
+        raise bad(f"quant_method {cfg.get('quant_method')!r} (supported: 'compressed-tensors')")
+    if cfg.get('format') != 'pack-quantized':
+        raise bad(f"format {cfg.get('format')!r} (supported: 'pack-quantized')")
+    groups = list((cfg.get('config_groups') or {}).values())
+    if len(groups) != 1: raise bad(f"{len(groups)} config groups (supported: one)")
+    g, w = groups[0], groups[0].get('weights') or {}
+    if g.get('input_activations') or g.get('output_activations'):
+        raise bad('activations are quantized (supported: weights only)')
+    if g.get('targets') != ['Linear'] or set(cfg.get('ignore') or []) - {'lm_head'}:
+        raise bad(f"targets {g.get('targets')}, ignore {cfg.get('ignore')} "
+                  f"(supported: every Linear but the LM head)")
+    if w.get('type') != 'int' or not w.get('symmetric') or w.get('actorder'):
+        raise bad('weights must be symmetric integers, in their order')
+    bits, strategy, size = w.get('num_bits'), w.get('strategy'), w.get('group_size')
+    head = 'lm_head' in (cfg.get('ignore') or [])
+    if bits == 4 and strategy == 'group' and size in INT4_GROUP_SIZES: return 'int4', size, head
+    if bits == 8 and strategy == 'channel': return 'int8', None, head
+    raise bad(f"{bits}-bit weights by {strategy}, group size {size} (supported: 4 bits in "
+              f"groups of {', '.join(map(str, INT4_GROUP_SIZES))}; 8 bits by channel)")
+
+# %% ../nbs/15_quantization.ipynb #447a779f
+def unpack_codes(packed: torch.Tensor, bits: int, cols: int) -> torch.Tensor:
+    "compressed-tensors' int32 words [rows, words] as unsigned codes uint8 [rows, cols]."
+    import sys
+    if sys.byteorder != 'little': raise ValueError("unpacking needs a little-endian machine")
+    b = packed.contiguous().view(torch.uint8)
+    if bits == 8: return b[:, :cols]
+    return torch.stack((b & 15, b >> 4), -1).flatten(1)[:, :cols]
+
+def codes_to_format(fmt: str, codes: torch.Tensor, scale: torch.Tensor) -> dict[str, torch.Tensor]:
+    "Our buffers for unpacked compressed-tensors codes and their scales."
+    if fmt == 'int8':
+        return dict(qweight=(codes.to(torch.int16) - 128).to(torch.int8),
+                    scales=scale.float().flatten())
+    packed, sz = pack_int4(codes, scale.to(torch.bfloat16), torch.zeros_like(scale, dtype=torch.bfloat16))
+    return dict(qweight=packed, scales_and_zeros=sz)
+
+# %% ../nbs/15_quantization.ipynb #34890367
+class PackedLinear(QuantLinear):
+    "A projection loaded from compressed-tensors' packed codes and scales; never a float weight."
+    def __init__(self, in_features: int, output_sizes: list[int], bias: bool = False,
+                 scheme: tuple = ('int4', 128, True)):
+        nn.Module.__init__(self)
+        self.in_features, self.output_sizes = in_features, list(output_sizes)
+        self.out_features = N = sum(self.output_sizes)
+        K = in_features
+        self.format, self.group_size = scheme[:2]
+        self.bits = 4 if self.format == 'int4' else 8
+        shapes = dict(weight_packed=((N, -(-K * self.bits // 32)), torch.int32),
+                      weight_scale=((N, K // self.group_size if self.group_size else 1),
+                                    torch.float32),
+                      weight_shape=((2,), torch.int64))
+        for name, (shape, dtype) in shapes.items():
+            p = nn.Parameter(torch.empty(shape, dtype=dtype, device='meta'), requires_grad=False)
+            p.weight_loader = partial(self.packed_loader, name)
+            setattr(self, name, p)
+        self.bias = None
+        if bias:
+            self.bias = nn.Parameter(torch.empty(N), requires_grad=False)
+            self.bias.weight_loader = self.weight_loader
+        self.staged, self.shards = {}, {name: set() for name in shapes}
+
+# %% ../nbs/15_quantization.ipynb #b8af8ef8
+@torch.no_grad()
+def _packed_loader(self: PackedLinear, name: str, param, loaded: torch.Tensor, shard=None) -> None:
+    "Stage one checkpoint tensor (or shard of it); unpack once all three have come whole."
+    lo = 0 if shard is None else sum(self.output_sizes[:shard])
+    n = self.out_features if shard is None else self.output_sizes[shard]
+    want = [n, self.in_features] if name == 'weight_shape' else [n, param.shape[1]]
+    got = loaded.tolist() if name == 'weight_shape' else list(loaded.shape)
+    if got != want: raise ValueError(f"{name}: checkpoint has {got}, the layer needs {want}")
+    if name != 'weight_shape':
+        if name not in self.staged:
+            self.staged[name] = torch.empty(param.shape, dtype=loaded.dtype)
+        self.staged[name][lo:lo + n].copy_(loaded)
+    self.shards[name].add(shard)
+    whole = set(range(len(self.output_sizes))) if len(self.output_sizes) > 1 else {None}
+    if all(s == whole for s in self.shards.values()): self.unpack()
+
+def _unpack(self: PackedLinear) -> None:
+    "The staged codes and scales as this layer's buffers; drop the placeholders."
+    codes = unpack_codes(self.staged['weight_packed'], self.bits, self.in_features)
+    scale = self.staged['weight_scale']
+    for name in self.shards: delattr(self, name)
+    if self.format == 'int4' and self.out_features % 16:      # PyTorch's packing cannot take it
+        wf = (codes.float() - 8) * scale.float().repeat_interleave(self.group_size, 1)
+        self.format, self.group_size, buffers = 'float', None, dict(fweight=wf)
+    else: buffers = codes_to_format(self.format, codes, scale)
+    for k, v in buffers.items(): self.register_buffer(k, v)
+    self.staged = {}
+
+PackedLinear.packed_loader, PackedLinear.unpack = _packed_loader, _unpack
+
+# %% ../nbs/15_quantization.ipynb #8ea3c1ee
+def packed_factory(scheme: tuple, vocab_size: int):
+    "Chapter 1's linear factory for a compressed-tensors checkpoint."
+    from nanollmserve.model import Linear
+    def make(in_features: int, output_sizes: list[int], bias: bool = False):
+        if scheme[2] and list(output_sizes) == [vocab_size]:
+            return Linear(in_features, output_sizes, bias)
+        return PackedLinear(in_features, output_sizes, bias, scheme)
+    return make
+
+def load_packed_model(model: str | Path, dtype='auto', device='cpu'):
+    "A compressed-tensors checkpoint as our quantized model."
+    from nanollmserve.loader import load_config, load_model, resolve_model_path
+    path = resolve_model_path(model)
+    scheme = checkpoint_scheme(path)
+    if scheme is None: raise ValueError(f"{path} is not a quantized checkpoint")
+    check_quantization(scheme[0], scheme[1] or 128, device)
+    net, path = load_model(path, dtype=dtype, device=device,
+                           linear=packed_factory(scheme, load_config(path).vocab_size))
+    net.__class__ = QuantizedCausalLM
+    release_free_memory()
+    return net, path
+
+# %% ../nbs/15_quantization.ipynb #04149e16
+def compressed_checkpoint(src: str | Path, dst: str | Path, bits: int = 4,
+                          group_size: int | None = 128, dtype=torch.bfloat16) -> Path:
+    "A compressed-tensors (pack-quantized) copy of `src`, made by compressed-tensors itself."
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import (QuantizationArgs, QuantizationConfig,
+                                                 QuantizationScheme, apply_quantization_config)
+    from compressed_tensors.quantization.utils import calculate_qparams
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import contextlib, io
+    from nanollmserve.fused_ops import quiet_stderr
+    args = QuantizationArgs(num_bits=bits, type='int', symmetric=True, group_size=group_size,
+                            strategy='group' if group_size else 'channel')
+    scheme = QuantizationScheme(targets=['Linear'], weights=args)
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
+    with quiet_stderr(), contextlib.redirect_stderr(io.StringIO()):     # its progress bars
+        apply_quantization_config(model, QuantizationConfig(config_groups={'group_0': scheme},
+                                                            ignore=['lm_head']))
+        for m in model.modules():
+            if not hasattr(m, 'weight_scale'): continue
+            w = m.weight.data
+            g = w.reshape(w.shape[0], -1, group_size) if group_size else w.unsqueeze(1)
+            scale, _ = calculate_qparams(g.amin(-1), g.amax(-1), args)
+            m.weight_scale.data.copy_(scale.reshape(m.weight_scale.shape))
+        compressor = ModelCompressor.from_pretrained_model(model, quantization_format='pack-quantized')
+        compressor.compress_model(model)
+        model.save_pretrained(dst)
+    compressor.update_config(dst)
+    AutoTokenizer.from_pretrained(src).save_pretrained(dst)
+    return Path(dst)
+
+# %% ../nbs/15_quantization.ipynb #b0644c32
+ENGINE_QUANTIZATIONS = (*QUANTIZATIONS, 'compressed-tensors')
+
 @dataclass
 class QuantEngineArgs(LoRAEngineArgs):
     "Every engine argument so far, plus weight quantization."
-    quantization: str | None = None       # 'int8' or 'int4': weights quantized as they load
+    quantization: str | None = None       # 'int8', 'int4' (as they load), 'compressed-tensors'
     quantization_group_size: int = 128    # int4's columns per scale: 32, 64 or 128
 
     def validate(self) -> None:
         super().validate()
         if self.quantization is None: return
-        self.check(self.quantization in QUANTIZATIONS, 'quantization',
-                   f"supported: {', '.join(QUANTIZATIONS)}")
+        self.check(self.quantization in ENGINE_QUANTIZATIONS, 'quantization',
+                   f"supported: {', '.join(ENGINE_QUANTIZATIONS)}")
         self.check(self.quantization_group_size in INT4_GROUP_SIZES, 'quantization_group_size',
                    f"supported: {', '.join(map(str, INT4_GROUP_SIZES))}")
         self.check(self.device.split(':')[0] == 'cpu', 'device',
@@ -582,6 +750,17 @@ class QuantEngineArgs(LoRAEngineArgs):
                    'LoRA adapters on quantized weights are not supported')
 
     def load_args(self) -> dict:
+        from nanollmserve.loader import load_config, resolve_model_path
+        path = resolve_model_path(self.model)
+        scheme = checkpoint_scheme(path)
+        if scheme is not None:
+            self.check(self.quantization in (None, 'compressed-tensors'), 'quantization',
+                       f"{path} is already quantized (compressed-tensors); leave it unset")
+            self.check(not self.enable_lora, 'enable_lora',
+                       'LoRA adapters on quantized weights are not supported')
+            return dict(linear=packed_factory(scheme, load_config(path).vocab_size))
+        self.check(self.quantization != 'compressed-tensors', 'quantization',
+                   f"{path} is not a compressed-tensors checkpoint")
         if self.quantization is None: return super().load_args()
         return dict(embedding=quantized_embedding,
                     linear=partial(QuantLinear, quantization=self.quantization,
@@ -589,7 +768,7 @@ class QuantEngineArgs(LoRAEngineArgs):
 
     def make_model(self):
         model, path = super().make_model()
-        if self.quantization is not None:
+        if any(isinstance(m, QuantLinear) for m in model.modules()):
             model.__class__ = QuantizedCausalLM
             release_free_memory()
         return model, path
@@ -605,7 +784,7 @@ class QuantCoreEngine(LoRACoreEngine):
     "Chapter 11's engine core with everything through this chapter."
     args_class = QuantEngineArgs
 
-# %% ../nbs/15_quantization.ipynb #36a7633e
+# %% ../nbs/15_quantization.ipynb #24a9a350
 @torch.no_grad()
 def plain_greedy(model, prompt_ids: list[int], max_tokens: int) -> list[int]:
     "Greedy tokens with no KV cache: the whole sequence through the model for every new token."
@@ -615,7 +794,7 @@ def plain_greedy(model, prompt_ids: list[int], max_tokens: int) -> list[int]:
         ids.append(int(model.compute_logits(model(x, torch.arange(len(ids)))[-1:]).argmax()))
     return ids[len(prompt_ids):]
 
-# %% ../nbs/15_quantization.ipynb #2b891f20
+# %% ../nbs/15_quantization.ipynb #ae37ea55
 def held_out_windows(tokenizer, seq_len: int = 512) -> torch.Tensor:
     "The demo corpus' held-out documents as token windows [n, seq_len] (appendix 95's split)."
     from nanollmserve.training import demo_corpus, token_stream
@@ -633,7 +812,7 @@ def score_windows(model, windows: torch.Tensor) -> tuple[float, torch.Tensor]:
         top1.append(logits[:-1].argmax(-1))
     return math.exp(torch.cat(nll).mean().item()), torch.cat(top1)
 
-# %% ../nbs/15_quantization.ipynb #151ad7a8
+# %% ../nbs/15_quantization.ipynb #c30ea958
 def weight_variants(model, group_sizes=INT4_GROUP_SIZES) -> dict:
     "Loaders of `model` in float32, bfloat16, int8 and int4 at each group size: {name: loader}."
     from nanollmserve.loader import load_model
@@ -657,7 +836,7 @@ def quality_table(model, windows: torch.Tensor) -> list[dict]:
                          formats=quantization_report(net) or '-'))
     return rows
 
-# %% ../nbs/15_quantization.ipynb #6ae1849f
+# %% ../nbs/15_quantization.ipynb #7d4a7715
 def qwen3_06b_checkpoint() -> Path:
     "A random float32 checkpoint of Qwen3-0.6B's shape, built once in the cache directory."
     import shutil, tempfile
@@ -679,7 +858,7 @@ def qwen3_06b_checkpoint() -> Path:
     finally: shutil.rmtree(tmp, ignore_errors=True)
     return target
 
-# %% ../nbs/15_quantization.ipynb #9284b889
+# %% ../nbs/15_quantization.ipynb #941ca8ed
 VARIANTS = {'float32': {}, 'bfloat16': dict(dtype='bfloat16'), 'int8': dict(quantization='int8'),
             **{f'int4 g{g}': dict(quantization='int4', quantization_group_size=g)
                for g in INT4_GROUP_SIZES}}
@@ -702,7 +881,7 @@ def decode_tpot(engine, batch: int, prompt_len: int = 16, steps: int = 24) -> fl
     while engine.has_unfinished_requests(): engine.step()
     return statistics.median(times) * 1e3
 
-# %% ../nbs/15_quantization.ipynb #4ac5199f
+# %% ../nbs/15_quantization.ipynb #4b1776ab
 def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2) -> dict:
     "Weight bytes, resident memory and decode TPOT of `model` stored as `variant` (this process)."
     torch.set_num_threads(threads)
@@ -721,7 +900,7 @@ def footprint_in_process(model: str | Path, variant: str, **kw) -> dict:
     run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     return json.loads(run.stdout.strip().splitlines()[-1])
 
-# %% ../nbs/15_quantization.ipynb #e4c94ab4
+# %% ../nbs/15_quantization.ipynb #b8d5cc60
 def read_bandwidth(gib: float = 1.0, repeats: int = 5) -> float:
     "Memory read bandwidth in GB/s: summing a `gib`-GiB float32 tensor."
     x = torch.ones(int(gib * 2**30 / 4))
