@@ -7,6 +7,11 @@ __version__ = "0.1.0"
 __all__ = ['LLM', 'SamplingParams', 'StructuredOutputsParams', 'LoRARequest', 'LLMEngine', 'EngineArgs', 'RequestOutput',
            'CompletionOutput']
 
+# %% ../nbs/91_api.ipynb #91a0quic
+import logging as _logging
+
+for _name in ('torchao', 'torch.utils._pytree'): _logging.getLogger(_name).setLevel(_logging.ERROR)
+
 # %% ../nbs/91_api.ipynb #8f889cb9
 from .engine import CompletionOutput, RequestOutput
 from .lora import LoRARequest

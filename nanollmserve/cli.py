@@ -17,8 +17,8 @@ from .sampling import SamplingParams
 
 # %% auto #0
 __all__ = ['GENERATION_CONFIG_DEFAULTS', 'MODEL_HELP', 'ENGINE_ARGS', 'generation_config_defaults', 'add_generate_parser',
-           'add_serve_parser', 'build_parser', 'run_generate', 'set_server_cpu_threads', 'build_serve_engine',
-           'lora_modules', 'run_serve', 'main']
+           'add_serve_parser', 'add_engine_arguments', 'build_parser', 'run_generate', 'set_server_cpu_threads',
+           'build_serve_engine', 'lora_modules', 'run_serve', 'main']
 
 # %% ../nbs/90_cli.ipynb #c508053d
 GENERATION_CONFIG_DEFAULTS = ('temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty')
@@ -89,7 +89,12 @@ def add_serve_parser(sub) -> None:
                         '{"name": NAME, "path": PATH}; needs --enable-lora')
     s.add_argument('--allow-runtime-lora-updating', action='store_true',
                    help='serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter')
-    e = s.add_argument_group('engine arguments')
+    add_engine_arguments(s)
+
+# %% ../nbs/90_cli.ipynb #e9a1b2c4
+def add_engine_arguments(parser) -> None:
+    "The engine's arguments, vLLM's names: what `serve` passes to the engine (`ENGINE_ARGS`)."
+    e = parser.add_argument_group('engine arguments')
     e.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
     e.add_argument('--device', default='cpu')
     e.add_argument('--max-model-len', type=int, default=None)
