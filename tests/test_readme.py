@@ -95,3 +95,28 @@ def test_readme_lora_serve():
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(30)
+
+
+def test_readme_quantized_serve():
+    "The README's quantization command serves the demo model in int8, answering as the offline int8 engine does."
+    from nanollmserve import LLM, SamplingParams
+    cmd = block('sh', '--quantization')
+    port = socket.socket(); port.bind(('127.0.0.1', 0)); free = port.getsockname()[1]; port.close()
+    proc = subprocess.Popen(f"{cmd} --port {free}", shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    url = f'http://127.0.0.1:{free}'
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if proc.poll() is not None: raise RuntimeError(proc.stdout.read())
+            try:
+                if httpx.get(url + '/health', timeout=1).status_code == 200: break
+            except httpx.HTTPError: time.sleep(0.5)
+        prompt = 'The with statement'
+        text = httpx.post(url + '/v1/completions', timeout=60, json={
+            'model': 'nanollmserve-demo', 'prompt': prompt, 'max_tokens': 24, 'temperature': 0}).json()['choices'][0]['text']
+        ref = LLM(quantization='int8').generate(prompt, SamplingParams(temperature=0, max_tokens=24), use_tqdm=False)
+        assert text == ref[0].outputs[0].text and text
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(30)
