@@ -125,13 +125,15 @@ def add_engine_arguments(parser) -> None:
                         'checkpoint is recognized without it')
     e.add_argument('--quantization-group-size', type=int, default=128, choices=[32, 64, 128],
                    help="int4's columns per scale and zero point")
+    e.add_argument('--kv-cache-dtype', default='auto', choices=['auto', 'fp8', 'fp8_e4m3'],
+                   help='fp8: the KV cache in float8 e4m3 with a scale per vector (chapter 15)')
 
 # %% ../nbs/90_cli.ipynb #1c8742ed
 ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens',
                'block_size', 'num_kv_blocks', 'attention_backend', 'fused_ops',
                'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold',
                'speculative_config', 'enable_lora', 'max_loras', 'max_lora_rank', 'max_cpu_loras',
-               'quantization', 'quantization_group_size')
+               'quantization', 'quantization_group_size', 'kv_cache_dtype')
 
 def build_parser() -> argparse.ArgumentParser:
     "The `nanollmserve` command line: its two subcommands."

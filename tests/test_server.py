@@ -480,13 +480,15 @@ def test_lora_unload_while_running(lora_server):
 
 
 def test_quantized_serve_equals_offline(ckpt):
-    "--quantization int4 (groups of 32): the served greedy text is the offline quantized engine's; LoRA with it exits 1."
-    s = Server(ckpt, '--num-kv-blocks', '256', '--quantization', 'int4', '--quantization-group-size', '32')
+    "--quantization int4 (groups of 32) and the fp8 KV cache: the served greedy text is the offline engine's; LoRA with it exits 1."
+    s = Server(ckpt, '--num-kv-blocks', '256', '--quantization', 'int4', '--quantization-group-size', '32',
+               '--kv-cache-dtype', 'fp8')
     try:
         client = openai.OpenAI(base_url=s.url + '/v1', api_key='unused', max_retries=0)
         prompts = ['The quick brown fox', 'Serving many requests at once']
         got = [client.completions.create(model=MODEL, prompt=p, max_tokens=12, temperature=0).choices[0].text for p in prompts]
-        ref = LLM(str(ckpt), num_kv_blocks=256, quantization='int4', quantization_group_size=32).generate(
+        ref = LLM(str(ckpt), num_kv_blocks=256, quantization='int4', quantization_group_size=32,
+                  kv_cache_dtype='fp8').generate(
             prompts, SamplingParams(temperature=0, max_tokens=12), use_tqdm=False)
         assert got == [r.outputs[0].text for r in ref]
     finally:
