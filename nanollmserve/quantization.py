@@ -33,8 +33,8 @@ __all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QWEN3_06B', 'QUANT_SOURCE', 'DEQUANTI
            'FP8_DECODE_SOURCE', 'ENGINE_QUANTIZATIONS', 'KV_CACHE_DTYPES', 'VARIANTS', 'decode_matmul_shapes',
            'relative_error', 'chain_times', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet',
            'torchao_int8', 'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4',
-           'qwen3_06b_config', 'chain_table', 'QuantKernels', 'load_quant_kernels', 'layer_format', 'QuantLinear',
-           'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'QuantizedCausalLM',
+           'qwen3_06b_config', 'chain_table', 'QuantKernels', 'load_library', 'load_quant_kernels', 'layer_format',
+           'QuantLinear', 'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'QuantizedCausalLM',
            'load_quantized_model', 'release_free_memory', 'check_quantization', 'quantization_report', 'model_bytes',
            'checkpoint_scheme', 'unpack_codes', 'codes_to_format', 'PackedLinear', 'packed_factory',
            'load_packed_model', 'compressed_checkpoint', 'quantize_fp8', 'dequantize_fp8', 'fp8_reference_decode',
@@ -321,7 +321,7 @@ class QuantKernels:
                  torch.get_num_threads())
         return y
 
-# %% ../nbs/15_quantization.ipynb #c444875b
+# %% ../nbs/15_quantization.ipynb #48da73fc
 def _int8_dequant(self: QuantKernels, q, scale, out: torch.Tensor) -> torch.Tensor:
     "Write the float32 weight of int8 codes into `out` [N, K]."
     N, K = q.shape
@@ -343,17 +343,21 @@ def _int4_dequant(self: QuantKernels, packed, scales_and_zeros, group_size: int,
 
 QuantKernels.int8_dequant, QuantKernels.int4_dequant = _int8_dequant, _int4_dequant
 
-_kernels: dict[str, QuantKernels | None] = {}
+_kernels: dict = {}
 
-def load_quant_kernels(required: bool = False) -> QuantKernels | None:
-    "The kernels; None (and a warning, once) if they cannot be built, unless `required`."
-    if 'lib' not in _kernels:
-        try: _kernels['lib'] = QuantKernels(build_library(QUANT_SOURCE, 'quant'))
+def load_library(source: str, name: str, bind, fallback: str, required: bool = False):
+    "`bind` of the library built from `source`, once; None (and a warning, once) if it cannot be."
+    if name not in _kernels:
+        try: _kernels[name] = bind(build_library(source, name))
         except (OSError, RuntimeError) as e:
             if required: raise
-            _log.warning("quantization CPU kernels unavailable, using PyTorch's: %s", e)
-            _kernels['lib'] = None
-    return _kernels['lib']
+            _log.warning("%s CPU kernels unavailable, using %s: %s", name, fallback, e)
+            _kernels[name] = None
+    return _kernels[name]
+
+def load_quant_kernels(required: bool = False) -> QuantKernels | None:
+    "The int8 matmul and the dequantizers; None if they cannot be built, unless `required`."
+    return load_library(QUANT_SOURCE, 'quant', QuantKernels, "PyTorch's", required)
 
 # %% ../nbs/15_quantization.ipynb #53b00802
 def _ours(make):
@@ -820,7 +824,7 @@ void fp8_paged_decode(const float *q, const uint8_t *k, const uint8_t *v, const 
 }
 '''
 
-# %% ../nbs/15_quantization.ipynb #a5dbd6bd
+# %% ../nbs/15_quantization.ipynb #0ac3d6f3
 def bind_fp8_decode(lib_path: Path):
     "The library's `fp8_paged_decode` with `fp8_reference_decode`'s signature."
     f, P, I = ctypes.CDLL(str(lib_path)).fp8_paged_decode, ctypes.c_void_p, ctypes.c_int
@@ -851,14 +855,8 @@ def bind_fp8_decode(lib_path: Path):
     return fp8_paged_decode
 
 def load_fp8_decode(required: bool = False):
-    "The fp8 decode kernel; None (and a warning, once) if it cannot be built, unless `required`."
-    if 'fp8' not in _kernels:
-        try: _kernels['fp8'] = bind_fp8_decode(build_library(FP8_DECODE_SOURCE, 'fp8_decode'))
-        except (OSError, RuntimeError) as e:
-            if required: raise
-            _log.warning("fp8 decode kernel unavailable, using the reference: %s", e)
-            _kernels['fp8'] = None
-    return _kernels['fp8']
+    "The fp8 decode kernel; None if it cannot be built, unless `required`."
+    return load_library(FP8_DECODE_SOURCE, 'fp8_decode', bind_fp8_decode, 'the reference', required)
 
 # %% ../nbs/15_quantization.ipynb #0608e600
 def on_fp8_copy(fn):

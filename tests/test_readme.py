@@ -1,5 +1,6 @@
 """The README's quick start, run as written: `nanollmserve serve` with no arguments (port 8000, the default
 model, nanollmserve-demo), then the README's curl command and its `openai` client snippet, verbatim."""
+import contextlib
 import json
 import os
 import re
@@ -72,9 +73,10 @@ def test_readme_bench_command(default_server, tmp_path):
     assert 'Successful requests:' in r.stdout and report['goodput'] <= report['request_throughput']
 
 
-def test_readme_lora_serve():
-    "The README's LoRA command serves the shipped adapters beside the model, each answering as itself."
-    cmd = block('sh', '--enable-lora')
+@contextlib.contextmanager
+def readme_server(needle: str):
+    "The README's sh command containing `needle`, served on a free port until the block ends; yields its URL."
+    cmd = block('sh', needle)
     port = socket.socket(); port.bind(('127.0.0.1', 0)); free = port.getsockname()[1]; port.close()
     proc = subprocess.Popen(f"{cmd} --port {free}", shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
@@ -86,37 +88,29 @@ def test_readme_lora_serve():
             try:
                 if httpx.get(url + '/health', timeout=1).status_code == 200: break
             except httpx.HTTPError: time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(30)
+
+
+def test_readme_lora_serve():
+    "The README's LoRA command serves the shipped adapters beside the model, each answering as itself."
+    with readme_server('--enable-lora') as url:
         models = {m['id']: m['parent'] for m in httpx.get(url + '/v1/models').json()['data']}
         assert models == {'nanollmserve-demo': None, 'code': 'nanollmserve-demo', 'grammar': 'nanollmserve-demo'}
         texts = {m: httpx.post(url + '/v1/completions', timeout=60, json={
                      'model': m, 'prompt': 'The with statement', 'max_tokens': 24, 'temperature': 0}).json()['choices'][0]['text']
                  for m in models}
         assert '::=' in texts['grammar'] and '::=' not in texts['nanollmserve-demo'] and len(set(texts.values())) == 3
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(30)
 
 
 def test_readme_quantized_serve():
     "The README's quantization command serves the demo model in int8, answering as the offline int8 engine does."
     from nanollmserve import LLM, SamplingParams
-    cmd = block('sh', '--quantization')
-    port = socket.socket(); port.bind(('127.0.0.1', 0)); free = port.getsockname()[1]; port.close()
-    proc = subprocess.Popen(f"{cmd} --port {free}", shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
-    url = f'http://127.0.0.1:{free}'
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            if proc.poll() is not None: raise RuntimeError(proc.stdout.read())
-            try:
-                if httpx.get(url + '/health', timeout=1).status_code == 200: break
-            except httpx.HTTPError: time.sleep(0.5)
+    with readme_server('--quantization') as url:
         prompt = 'The with statement'
         text = httpx.post(url + '/v1/completions', timeout=60, json={
             'model': 'nanollmserve-demo', 'prompt': prompt, 'max_tokens': 24, 'temperature': 0}).json()['choices'][0]['text']
         ref = LLM(quantization='int8').generate(prompt, SamplingParams(temperature=0, max_tokens=24), use_tqdm=False)
         assert text == ref[0].outputs[0].text and text
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(30)
