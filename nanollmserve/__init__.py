@@ -15,9 +15,9 @@ for _name in ('torchao', 'torch.utils._pytree'): _logging.getLogger(_name).setLe
 # %% ../nbs/91_api.ipynb #8f889cb9
 from .engine import CompletionOutput, RequestOutput
 from .lora import LoRARequest
-from .quantization import QuantEngineArgs as EngineArgs
-from .quantization import QuantLLM as LLM
-from .quantization import QuantLLMEngine as LLMEngine
+from .distributed import TPEngineArgs as EngineArgs
+from .distributed import TPLLM as LLM
+from .distributed import TPLLMEngine as LLMEngine
 from .structured_output import SamplingParams, StructuredOutputsParams
 
 _all_ = ['LLM', 'SamplingParams', 'StructuredOutputsParams', 'LoRARequest', 'LLMEngine',

@@ -205,6 +205,7 @@ def shutdown(self: AsyncLLMEngine, timeout: float = 10.0) -> None:
     self._running = False
     self._wake.set()
     if self._thread: self._thread.join(timeout)
+    self.engine.shutdown()
 
 # %% ../nbs/09_async_engine.ipynb #2bafb44f
 async def serve_clients(engine: AsyncLLMEngine, prompts: list, params: SamplingParams,

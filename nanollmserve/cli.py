@@ -127,13 +127,17 @@ def add_engine_arguments(parser) -> None:
                    help="int4's columns per scale and zero point")
     e.add_argument('--kv-cache-dtype', default='auto', choices=['auto', 'fp8', 'fp8_e4m3'],
                    help='fp8: the KV cache in float8 e4m3 with a scale per vector (chapter 15)')
+    e.add_argument('--tensor-parallel-size', '-tp', type=int, default=1,
+                   help='processes the model is split over (chapter 16): workers started here, '
+                        'or the processes torchrun started')
 
 # %% ../nbs/90_cli.ipynb #1c8742ed
 ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens',
                'block_size', 'num_kv_blocks', 'attention_backend', 'fused_ops',
                'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold',
                'speculative_config', 'enable_lora', 'max_loras', 'max_lora_rank', 'max_cpu_loras',
-               'quantization', 'quantization_group_size', 'kv_cache_dtype')
+               'quantization', 'quantization_group_size', 'kv_cache_dtype',
+               'tensor_parallel_size')
 
 def build_parser() -> argparse.ArgumentParser:
     "The `nanollmserve` command line: its two subcommands."
@@ -186,11 +190,11 @@ def build_serve_engine(args):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
     engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
-    from nanollmserve.quantization import QuantCoreEngine, QuantLLMEngine     # chapters 5-15
+    from nanollmserve.distributed import TPCoreEngine, TPLLMEngine     # chapters 5-16
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine
         if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-        return AsyncLLMEngine.from_engine_args(args.model, engine_class=QuantLLMEngine,
+        return AsyncLLMEngine.from_engine_args(args.model, engine_class=TPLLMEngine,
                                                **engine_args)
     from nanollmserve.engine_core import EngineCoreClient
     threads = args.cpu_threads
@@ -198,7 +202,7 @@ def build_serve_engine(args):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
         threads = cores if cores <= 2 else cores - 1     # beyond two cores, one for the API
     return EngineCoreClient.from_engine_args(args.model, threads=threads,
-                                             engine_class=QuantCoreEngine, **engine_args)
+                                             engine_class=TPCoreEngine, **engine_args)
 
 # %% ../nbs/90_cli.ipynb #8a43dbe4
 def lora_modules(values: list[str] | None) -> dict[str, str]:
@@ -229,6 +233,10 @@ def run_serve(args) -> int:
         raise ValueError("--max-body-size must be >= 1")
     if args.cpu_threads is not None and args.cpu_threads < 1:
         raise ValueError("--cpu-threads must be >= 1")
+    from nanollmserve.distributed import run_torchrun_worker, torchrun_rank
+    if torchrun_rank():                   # a rank > 0 of a torchrun group: a worker, no HTTP
+        run_torchrun_worker(args.model, {k: getattr(args, k) for k in ENGINE_ARGS})
+        return 0
     adapters = lora_modules(args.lora_modules)
     if (adapters or args.allow_runtime_lora_updating) and not args.enable_lora:
         raise ValueError("--lora-modules and --allow-runtime-lora-updating need --enable-lora")

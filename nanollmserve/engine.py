@@ -103,11 +103,17 @@ class ModelRunner:
         input_ids = torch.tensor(ids, device=self.device)
         positions = torch.tensor(pos, device=self.device)
         attn = self.cache.attention(seqs, num_new, sched.num_decodes)
-        hidden = self.model(input_ids, positions, attn)
+        logits = self.forward(input_ids, positions, attn, last)
         for seq, n in zip(seqs, num_new): seq.num_computed_tokens += n
         if not sampling: return [], None
-        logits = self.model.compute_logits(hidden[torch.tensor(last, device=self.device)])
         return sampling, self.sample(logits, sampling)
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, attn,
+                rows: list[int]) -> torch.Tensor | None:
+        "The model over the step's tokens; logits of the hidden states at `rows` (None if none)."
+        hidden = self.model(input_ids, positions, attn)
+        if not rows: return None
+        return self.model.compute_logits(hidden[torch.tensor(rows, device=self.device)])
 
     def sample(self, logits: torch.Tensor, seqs: list[Sequence]) -> SamplerOutput:
         "Chapter 2's sampler, a row of `logits` per sequence (with their histories if needed)."
@@ -397,6 +403,10 @@ def fail_all(self: LLMEngine, error: Exception) -> list[RequestOutput]:
     return outs
 
 @patch
+def shutdown(self: LLMEngine) -> None:
+    "Release what the engine holds outside this process (chapter 16's worker processes); here nothing."
+
+@patch
 def is_idle(self: LLMEngine) -> bool:
     "Nothing queued or running, and every cache block free."
     s = self.stats()
@@ -452,3 +462,7 @@ class LLM:
             for rid in ids:
                 if rid not in results: self.engine.abort_request(rid)
         return [results[rid] for rid in ids]
+
+    def shutdown(self) -> None: self.engine.shutdown()
+    def __enter__(self): return self
+    def __exit__(self, *exc) -> None: self.shutdown()

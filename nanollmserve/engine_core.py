@@ -322,6 +322,7 @@ def run_engine_core(requests, outputs, model: str | None, engine_args: dict,
     engine.stat_loggers.append(recorder)
     try: core_loop(engine, requests, outputs, recorder)
     except EOFError: pass                            # the API process is gone: so are we
+    finally: engine.shutdown()
 
 # %% ../nbs/11_engine_core.ipynb #2845adef
 def core_loop(engine: CoreEngine, requests, outputs, recorder: StepRecorder) -> None:

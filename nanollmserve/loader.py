@@ -110,7 +110,9 @@ def load_weights(model: CausalLM, path: Path) -> None:
                     continue
                 param = params[target]
                 loader = getattr(param, 'weight_loader', None)
-                tensor = f.get_tensor(name).to(param.dtype)
+                read = getattr(param, 'read_shard', None)    # chapter 16: only a rank's part
+                tensor = (read(f.get_slice(name), shard) if read else f.get_tensor(name))
+                tensor = tensor.to(param.dtype)
                 if loader is not None: loader(param, tensor, shard)
                 elif param.shape != tensor.shape:
                     raise ValueError(f"{name}: shape {tuple(tensor.shape)} "
@@ -125,8 +127,8 @@ def load_weights(model: CausalLM, path: Path) -> None:
 # %% ../nbs/01a_loader.ipynb #55474c65
 def load_model(model: str | Path | None = None,  # checkpoint directory, Hub id, None: the default
                dtype: str | torch.dtype = 'auto', device: str | torch.device = 'cpu',
-               linear: LinearFactory = Linear, embedding=torch.nn.Embedding
-               ) -> tuple[CausalLM, Path]:
+               linear: LinearFactory = Linear, embedding=torch.nn.Embedding,
+               model_class: type[CausalLM] = CausalLM) -> tuple[CausalLM, Path]:
     "Build our decoder for a Hugging Face checkpoint, load its weights; return (model, directory)."
     path = resolve_model_path(model)
     cfg = load_config(path)
@@ -138,7 +140,7 @@ def load_model(model: str | Path | None = None,  # checkpoint directory, Hub id,
     if device.type == 'cuda' and not torch.cuda.is_available():
         raise ValueError("device 'cuda' requested but CUDA is not available")
     torch_dtype = resolve_dtype(dtype, cfg, device)
-    with torch.device(device): net = CausalLM(cfg, linear, embedding)
+    with torch.device(device): net = model_class(cfg, linear, embedding)
     net.to(torch_dtype)
     load_weights(net, path)
     return net.eval().requires_grad_(False), path

@@ -220,10 +220,9 @@ class SpecModelRunner(ModelRunner):
             if start + n - len(drafts) == seq.num_tokens:
                 rows.append((seq, off - 1 - len(drafts), drafts))
         attn = self.cache.attention(sched.seqs, sched.num_new, d)
-        hidden = self.model(torch.tensor(ids, device=self.device),
-                            torch.tensor(pos, device=self.device), attn)
         picks = [r for _, first, drafts in rows for r in range(first, first + 1 + len(drafts))]
-        logits = self.model.compute_logits(hidden[torch.tensor(picks, device=self.device)])
+        logits = self.forward(torch.tensor(ids, device=self.device),
+                              torch.tensor(pos, device=self.device), attn, picks)
         return self._verify(sched, rows, logits)
 
 # %% ../nbs/12_spec_decode.ipynb #4f3302c7

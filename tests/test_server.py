@@ -496,3 +496,87 @@ def test_quantized_serve_equals_offline(ckpt):
     bad = subprocess.run([sys.executable, '-m', 'nanollmserve.cli', 'serve', '--model', str(ckpt), '--quantization', 'int4',
                           '--enable-lora'], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and 'LoRA adapters on quantized weights' in bad.stderr
+
+
+# Tensor parallelism (chapter 16): two ranks behind the server; two torchrun "nodes" on loopback.
+
+def greedy_texts(url, prompts, max_tokens=16):
+    body = lambda p: {'prompt': p, 'max_tokens': max_tokens, 'temperature': 0, 'ignore_eos': True}
+    return [httpx.post(url + '/v1/completions', json=body(p), timeout=120).json()['choices'][0]['text'] for p in prompts]
+
+
+TP_PROMPTS = ['The quick brown fox', 'Once upon a time', 'def add(a, b):']
+
+
+def offline_texts(llm, prompts, max_tokens=16):
+    outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True), use_tqdm=False)
+    return [o.outputs[0].text for o in outs]
+
+
+def test_tensor_parallel_server(ckpt, offline):
+    "--tensor-parallel-size 2: the greedy texts of one process; SIGTERM ends the server, its core and its worker."
+    s = Server(ckpt, '--num-kv-blocks', '256', '--tensor-parallel-size', '2')
+    try:
+        procs = children(s.proc.pid)
+        assert [len(children(p)) for p in procs].count(1) == 1, procs   # the engine core and its worker
+        assert greedy_texts(s.url, TP_PROMPTS) == offline_texts(offline, TP_PROMPTS)
+        s.proc.send_signal(signal.SIGTERM)
+        s.proc.wait(30)                                        # uvicorn re-raises SIGTERM
+        deadline = time.time() + 10
+        while any(os.path.exists(f'/proc/{p}') for p in procs) and time.time() < deadline: time.sleep(0.1)
+        assert not any(os.path.exists(f'/proc/{p}') for p in procs)
+    finally:
+        s.stop()
+
+
+def test_tensor_parallel_worker_death_503_and_exit(ckpt):
+    "A worker killed mid-request: the request gets a 503, the server exits non-zero, no process is left."
+    s = Server(ckpt, '--num-kv-blocks', '256', '--tensor-parallel-size', '2')
+    try:
+        procs = children(s.proc.pid)
+        worker = next(children(p)[0] for p in procs if children(p))   # the engine core's child
+        with ThreadPoolExecutor(1) as pool:
+            fut = pool.submit(post, s, '/v1/completions', {'prompt': 'x', 'max_tokens': 3000, 'ignore_eos': True})
+            deadline = time.time() + 30
+            while s.stats()['num_requests_running'] == 0 and time.time() < deadline: time.sleep(0.01)
+            os.kill(worker, signal.SIGKILL)
+            r = fut.result(60)
+        assert r.status_code == 503, r.text
+        assert s.proc.wait(30) not in (0, None)
+        assert 'tensor-parallel group failed' in s.proc.stdout.read()
+        time.sleep(1)
+        assert not any(os.path.exists(f'/proc/{p}') and open(f'/proc/{p}/stat').read().split()[2] != 'Z' for p in procs)
+    finally:
+        s.stop()
+
+
+def test_torchrun_two_nodes(ckpt, offline):
+    "Two torchrun 'nodes' on loopback, one process each: rank 0 serves what one process serves; SIGTERM to it ends both."
+    port, master = free_port(), free_port()
+    def node(rank):
+        cmd = [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--nproc-per-node', '1',
+               '--node-rank', str(rank), '--master-addr', '127.0.0.1', '--master-port', str(master),
+               '-m', 'nanollmserve', 'serve', '--model', str(ckpt), '--port', str(port),
+               '--num-kv-blocks', '256', '--tensor-parallel-size', '2', '--log-level', 'warning']
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    nodes = [node(0), node(1)]
+    try:
+        url, deadline = f'http://127.0.0.1:{port}', time.time() + 180
+        while time.time() < deadline:
+            assert all(n.poll() is None for n in nodes), [n.stdout.read() for n in nodes if n.poll() is not None]
+            try:
+                if httpx.get(url + '/health', timeout=1).status_code == 200: break
+            except httpx.HTTPError: pass
+            time.sleep(0.3)
+        assert greedy_texts(url, TP_PROMPTS) == offline_texts(offline, TP_PROMPTS)
+        tree = [p for n in nodes for p in [n.pid] + children(n.pid)]
+        nodes[0].send_signal(signal.SIGTERM)
+        start = time.time()
+        codes = [n.wait(30) for n in nodes]
+        # torchrun's agent exits 1 on the signal it got; the worker node ends cleanly, on rank 0's 'shutdown'
+        assert time.time() - start < 15 and codes[1] == 0, (codes, [n.stdout.read() for n in nodes])
+        time.sleep(1)
+        assert not any(os.path.exists(f'/proc/{p}') for p in tree)
+    finally:
+        for n in nodes:
+            if n.poll() is None: n.kill()
