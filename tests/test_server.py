@@ -373,18 +373,23 @@ def test_in_process_mode_equals_offline(ckpt, offline):
         s.stop()
 
 
+def kill_mid_request(s, pid):
+    "Start a long completion on server `s`, SIGKILL process `pid` once it runs; the response."
+    with ThreadPoolExecutor(1) as pool:
+        fut = pool.submit(post, s, '/v1/completions', {'prompt': 'x', 'max_tokens': 3000, 'ignore_eos': True})
+        deadline = time.time() + 30
+        while s.stats()['num_requests_running'] == 0 and time.time() < deadline: time.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)
+        return fut.result(60)
+
+
 def test_dead_engine_core_503_and_exit(ckpt):
     "The core killed mid-request: that request gets a 503 (EngineDeadError), the server exits non-zero."
     s = Server(ckpt, '--num-kv-blocks', '256')
     try:
         cpu = lambda p: int(open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[11])
         core = max(children(s.proc.pid), key=cpu)          # the process that loaded the model
-        with ThreadPoolExecutor(1) as pool:
-            fut = pool.submit(post, s, '/v1/completions', {'prompt': 'x', 'max_tokens': 3000, 'ignore_eos': True})
-            deadline = time.time() + 30
-            while s.stats()['num_requests_running'] == 0 and time.time() < deadline: time.sleep(0.01)
-            os.kill(core, signal.SIGKILL)
-            r = fut.result(60)
+        r = kill_mid_request(s, core)
         assert r.status_code == 503, r.text
         assert 'died' in r.json()['error']['message']
         assert s.proc.wait(30) not in (0, None)
@@ -519,7 +524,11 @@ def test_tensor_parallel_server(ckpt, offline):
     try:
         procs = children(s.proc.pid)
         assert [len(children(p)) for p in procs].count(1) == 1, procs   # the engine core and its worker
-        assert greedy_texts(s.url, TP_PROMPTS) == offline_texts(offline, TP_PROMPTS)
+        texts = greedy_texts(s.url, TP_PROMPTS)
+        assert texts == offline_texts(offline, TP_PROMPTS)
+        s.wait_idle()
+        tokens = scrape(s.url)[('nanollmserve:generation_tokens_total', frozenset({('model_name', MODEL)}))]
+        assert tokens == 16 * len(TP_PROMPTS)                  # chapter 10's metrics, from rank 0's engine
         s.proc.send_signal(signal.SIGTERM)
         s.proc.wait(30)                                        # uvicorn re-raises SIGTERM
         deadline = time.time() + 10
@@ -535,12 +544,7 @@ def test_tensor_parallel_worker_death_503_and_exit(ckpt):
     try:
         procs = children(s.proc.pid)
         worker = next(children(p)[0] for p in procs if children(p))   # the engine core's child
-        with ThreadPoolExecutor(1) as pool:
-            fut = pool.submit(post, s, '/v1/completions', {'prompt': 'x', 'max_tokens': 3000, 'ignore_eos': True})
-            deadline = time.time() + 30
-            while s.stats()['num_requests_running'] == 0 and time.time() < deadline: time.sleep(0.01)
-            os.kill(worker, signal.SIGKILL)
-            r = fut.result(60)
+        r = kill_mid_request(s, worker)
         assert r.status_code == 503, r.text
         assert s.proc.wait(30) not in (0, None)
         assert 'tensor-parallel group failed' in s.proc.stdout.read()
