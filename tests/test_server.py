@@ -524,11 +524,14 @@ def test_tensor_parallel_server(ckpt, offline):
     try:
         procs = children(s.proc.pid)
         assert [len(children(p)) for p in procs].count(1) == 1, procs   # the engine core and its worker
-        texts = greedy_texts(s.url, TP_PROMPTS)
-        assert texts == offline_texts(offline, TP_PROMPTS)
+        assert greedy_texts(s.url, TP_PROMPTS) == offline_texts(offline, TP_PROMPTS)
         s.wait_idle()
         tokens = scrape(s.url)[('nanollmserve:generation_tokens_total', frozenset({('model_name', MODEL)}))]
         assert tokens == 16 * len(TP_PROMPTS)                  # chapter 10's metrics, from rank 0's engine
+        tp_client = openai.OpenAI(base_url=s.url + '/v1', api_key='unused', max_retries=0)
+        for check in (test_completions_equal_offline, test_chat_equal_offline, test_responses_equal_chat):
+            check(tp_client, offline)                          # the server tests' greedy checks, on two ranks
+        test_concurrent_streams_equal_sequential(s, tp_client)
         s.proc.send_signal(signal.SIGTERM)
         s.proc.wait(30)                                        # uvicorn re-raises SIGTERM
         deadline = time.time() + 10
