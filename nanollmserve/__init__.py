@@ -15,9 +15,9 @@ for _name in ('torchao', 'torch.utils._pytree'): _logging.getLogger(_name).setLe
 # %% ../nbs/91_api.ipynb #8f889cb9
 from .engine import CompletionOutput, RequestOutput
 from .lora import LoRARequest
-from .distributed import TPEngineArgs as EngineArgs
-from .distributed import TPLLM as LLM
-from .distributed import TPLLMEngine as LLMEngine
+from .triton_attention import GPUEngineArgs as EngineArgs
+from .triton_attention import GPULLM as LLM
+from .triton_attention import GPULLMEngine as LLMEngine
 from .structured_output import SamplingParams, StructuredOutputsParams
 
 _all_ = ['LLM', 'SamplingParams', 'StructuredOutputsParams', 'LoRARequest', 'LLMEngine',

@@ -54,7 +54,7 @@ def add_generate_parser(sub) -> None:
     g.add_argument('--show-stats', action='store_true',
                    help='print token counts, TTFT and TPOT to stderr')
     g.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
-    g.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
+    g.add_argument('--device', default='auto', help="auto (CUDA if there is a GPU), cpu or cuda")
 
 # %% ../nbs/90_cli.ipynb #4869839d
 def add_serve_parser(sub) -> None:
@@ -96,13 +96,18 @@ def add_engine_arguments(parser) -> None:
     "The engine's arguments, vLLM's names: what `serve` passes to the engine (`ENGINE_ARGS`)."
     e = parser.add_argument_group('engine arguments')
     e.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
-    e.add_argument('--device', default='cpu')
+    e.add_argument('--device', default='auto',
+                   help="auto: CUDA when there is a GPU, else the CPU (chapter 17); cpu; cuda")
     e.add_argument('--max-model-len', type=int, default=None)
     e.add_argument('--max-num-seqs', type=int, default=256)
     e.add_argument('--max-num-batched-tokens', type=int, default=None)
     e.add_argument('--block-size', type=int, default=16)
     e.add_argument('--num-kv-blocks', type=int, default=None)
-    e.add_argument('--attention-backend', default='auto', choices=['auto', 'cpu-kernel', 'torch'])
+    e.add_argument('--attention-backend', default='auto',
+                   choices=['auto', 'cpu-kernel', 'torch', 'triton'],
+                   help="auto: the C kernel on the CPU (chapter 6a), Triton on CUDA (chapter 17)")
+    e.add_argument('--enforce-eager', action='store_true',
+                   help='no CUDA graphs for decode steps (chapter 17)')
     e.add_argument('--fused-ops', default='auto', choices=['auto', 'on', 'off'],
                    help='fused norms and RoPE in C (chapter 6b; auto: float32 on the CPU)')
     e.add_argument('--enable-prefix-caching', action=argparse.BooleanOptionalAction, default=None,
@@ -137,7 +142,7 @@ ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batc
                'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold',
                'speculative_config', 'enable_lora', 'max_loras', 'max_lora_rank', 'max_cpu_loras',
                'quantization', 'quantization_group_size', 'kv_cache_dtype',
-               'tensor_parallel_size')
+               'tensor_parallel_size', 'enforce_eager')
 
 def build_parser() -> argparse.ArgumentParser:
     "The `nanollmserve` command line: its two subcommands."
@@ -155,7 +160,9 @@ def run_generate(args) -> None:
     from nanollmserve.generate import TextGenerator
     prompt = sys.stdin.read() if args.prompt == '-' else args.prompt
     if not prompt: raise ValueError("prompt is empty")
-    gen = TextGenerator.from_pretrained(args.model, dtype=args.dtype, device=args.device)
+    from nanollmserve.triton_attention import default_device
+    device = default_device() if args.device == 'auto' else args.device
+    gen = TextGenerator.from_pretrained(args.model, dtype=args.dtype, device=device)
     path = Path(gen.tokenizer.name_or_path)
     given = dict(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,
                  repetition_penalty=args.repetition_penalty)
@@ -189,12 +196,13 @@ def set_server_cpu_threads(n: int | None = None) -> int:
 def build_serve_engine(args):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
+    from nanollmserve.triton_attention import GPUCoreEngine, GPULLMEngine, default_device
+    if args.device == 'auto': args.device = default_device()           # chapters 5-17
     engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
-    from nanollmserve.distributed import TPCoreEngine, TPLLMEngine     # chapters 5-16
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine
         if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-        return AsyncLLMEngine.from_engine_args(args.model, engine_class=TPLLMEngine,
+        return AsyncLLMEngine.from_engine_args(args.model, engine_class=GPULLMEngine,
                                                **engine_args)
     from nanollmserve.engine_core import EngineCoreClient
     threads = args.cpu_threads
@@ -202,7 +210,7 @@ def build_serve_engine(args):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
         threads = cores if cores <= 2 else cores - 1     # beyond two cores, one for the API
     return EngineCoreClient.from_engine_args(args.model, threads=threads,
-                                             engine_class=TPCoreEngine, **engine_args)
+                                             engine_class=GPUCoreEngine, **engine_args)
 
 # %% ../nbs/90_cli.ipynb #8a43dbe4
 def lora_modules(values: list[str] | None) -> dict[str, str]:
@@ -235,7 +243,8 @@ def run_serve(args) -> int:
         raise ValueError("--cpu-threads must be >= 1")
     from nanollmserve.distributed import run_torchrun_worker, torchrun_rank
     if torchrun_rank():                   # a rank > 0 of a torchrun group: a worker, no HTTP
-        run_torchrun_worker(args.model, {k: getattr(args, k) for k in ENGINE_ARGS})
+        from nanollmserve.triton_attention import GPUEngineArgs
+        run_torchrun_worker(args.model, {k: getattr(args, k) for k in ENGINE_ARGS}, GPUEngineArgs)
         return 0
     adapters = lora_modules(args.lora_modules)
     if (adapters or args.allow_runtime_lora_updating) and not args.enable_lora:

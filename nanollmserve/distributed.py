@@ -322,8 +322,8 @@ def run_plan(runner: ModelRunner, plan: tuple) -> None:
 # %% ../nbs/16_tensor_parallel.ipynb #6e5cea9c
 def engine_worker(payload) -> None:
     "Ranks 1…N-1: a share of the model and of every KV block; runs each step rank 0 plans."
-    model, engine_args = payload
-    args = TPEngineArgs(model=model, **engine_args)
+    model, engine_args, args_class = payload          # rank 0's engine's arguments class, or None
+    args = (args_class or TPEngineArgs)(model=model, **engine_args)
     net, _ = args.make_model()
     plan = receive_plan()
     if plan[0] != 'start': return                     # rank 0 could not start
@@ -347,7 +347,7 @@ def join_torchrun_group(world: int) -> None:
 # %% ../nbs/16_tensor_parallel.ipynb #35294cd9
 class TPGroup:
     "Rank 0's side of a tensor-parallel group: the workers it started, the plans it sends."
-    def __init__(self, world: int, model, engine_args: dict):
+    def __init__(self, world: int, model, engine_args: dict, args_class=TPEngineArgs):
         from nanollmserve.loader import load_config, resolve_model_path
         try: shard_config(load_config(resolve_model_path(model)), world)
         except ValueError as e: raise ValueError(f"invalid engine argument {e}") from None
@@ -358,8 +358,9 @@ class TPGroup:
         torch.set_num_threads(self.threads)
         try:
             if torchrun_rank() is None:
-                self.workers = start_group(world, 'engine_worker', (model, engine_args),
-                                           self.threads)
+                sendable = args_class.__module__ != '__main__'    # not a notebook's own class
+                payload = (model, engine_args, args_class if sendable else None)
+                self.workers = start_group(world, 'engine_worker', payload, self.threads)
             elif torchrun_rank() == 0: join_torchrun_group(world)
             else: raise ValueError("only rank 0 of a torchrun group builds the engine")
         except BaseException:
@@ -415,7 +416,7 @@ class TPEngine:
     args_class = TPEngineArgs
     def __init__(self, model: str | None = None, **engine_args):
         world = self.args_class(model=model, **engine_args).tensor_parallel_size  # validated
-        self.group = TPGroup(world, model, engine_args) if world > 1 else None
+        self.group = TPGroup(world, model, engine_args, self.args_class) if world > 1 else None
         try:
             super().__init__(model, **engine_args)
             if self.group: self.group.send(('start', self.cache.num_blocks, self.max_model_len))
@@ -452,7 +453,7 @@ class TPLLM(QuantLLM):
     engine_class = TPLLMEngine
 
 # %% ../nbs/16_tensor_parallel.ipynb #fc621d75
-def run_torchrun_worker(model, engine_args: dict) -> None:
+def run_torchrun_worker(model, engine_args: dict, args_class=TPEngineArgs) -> None:
     "A rank > 0 of a torchrun group: join it, then run the steps rank 0 plans until it says stop."
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -460,7 +461,7 @@ def run_torchrun_worker(model, engine_args: dict) -> None:
     local = int(os.environ.get('LOCAL_WORLD_SIZE', 1))
     torch.set_num_threads(max(1, torch.get_num_threads() // local))
     join_torchrun_group(world)
-    try: engine_worker((model, engine_args))
+    try: engine_worker((model, engine_args, args_class))
     finally:
         if dist.is_initialized(): dist.destroy_process_group()
 

@@ -194,6 +194,7 @@ class PagedEngineArgs(EngineArgs):
     block_size: int = 16                 # token positions per block
     num_kv_blocks: int | None = None     # default: sized from memory, as above
     attention_backend: str = 'auto'      # decodes: 'auto', 'cpu-kernel' or 'torch'
+    attention_backends = ('auto', 'cpu-kernel', 'torch')   # chapter 17 adds 'triton'
 
     def validate(self) -> None:
         super().validate()
@@ -202,8 +203,8 @@ class PagedEngineArgs(EngineArgs):
         self.check(is_pos_int(self.block_size), 'block_size', 'must be a positive integer')
         self.check(self.num_kv_blocks is None or is_pos_int(self.num_kv_blocks), 'num_kv_blocks',
                    'must be a positive integer')
-        self.check(self.attention_backend in ('auto', 'cpu-kernel', 'torch'), 'attention_backend',
-                   "must be 'auto', 'cpu-kernel' or 'torch'")
+        self.check(self.attention_backend in self.attention_backends, 'attention_backend',
+                   f"must be one of {', '.join(map(repr, self.attention_backends))}")
 
     def block_manager_class(self) -> type[BlockManager]: return BlockManager
     def make_kv_cache(self, model: CausalLM, max_model_len: int):
