@@ -30,7 +30,7 @@ __all__ = ['W1_ENGINES', 'gather_cost', 'default_device', 'interpreting', 'trito
            'ExtendPlan', 'extend_plan', 'triton_extend_attention', 'store_kv_kernel', 'triton_store_kv',
            'TritonPagedAttention', 'TritonPagedKVCache', 'GPUEngineArgs', 'graph_sizes', 'buffer_attention',
            'DecodeGraphs', 'GraphRunner', 'use_decode_graphs', 'GPUEngine', 'GPULLMEngine', 'GPULLM', 'GPUCoreEngine',
-           'w1_systems']
+           'kernel_signature', 'compile_for_gpu', 'w1_systems']
 
 # %% ../nbs/17_triton_attention.ipynb #b79d6b77
 def gather_cost(batch: int, context: int, kv_heads: int = 8, head_dim: int = 128,
@@ -455,7 +455,45 @@ class GPULLM(TPLLM):
 class GPUCoreEngine(GPUEngine, TPCoreEngine):
     "Chapter 11's engine core with this chapter's engine."
 
-# %% ../nbs/17_triton_attention.ipynb #f051d1da
+# %% ../nbs/17_triton_attention.ipynb #945d0d3f
+def kernel_signature(kernel, dtype: str, constants: dict) -> dict:
+    "Triton's types for a kernel's arguments: the model's dtype for tensors, int32 for indices."
+    index_ptrs = {'tables_ptr', 'lens_ptr', 'starts_ptr', 'q_offs_ptr', 'tile_seq_ptr',
+                  'tile_tok_ptr'}
+    def kind(name):
+        if name in constants: return 'constexpr'
+        if name == 'scale': return 'fp32'
+        if not name.endswith('_ptr'): return 'i32'
+        if name == 'slots_ptr': return '*i64'
+        return '*i32' if name in index_ptrs else '*fp32' if name in ('acc_ptr', 'ml_ptr') else dtype
+    return {name: kind(name) for name in kernel.arg_names}
+
+def compile_for_gpu(arch: int = 90, dtype: torch.dtype = torch.bfloat16, heads: int = 16,
+                    kv_heads: int = 8, head_dim: int = 128, block_size: int = 16) -> list[dict]:
+    "Compile the kernels for an NVIDIA GPU of compute capability `arch`: binary and shared sizes."
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    assert not interpreting(), 'compiling needs TRITON_INTERPRET=0 when triton is imported'
+    q = torch.empty(1, heads, head_dim, dtype=dtype, device='meta')
+    cache = torch.empty(1, block_size, kv_heads, head_dim, dtype=dtype, device='meta')
+    shapes = tile_shapes(q, cache)
+    constants = {
+        paged_decode_kernel: {**shapes, 'BLOCK_G': max(16, shapes['BLOCK_G']), 'NUM_SPLITS': 4,
+                              'BLOCK_N': 32},
+        paged_extend_kernel: {**shapes, 'BLOCK_Q': max(1, 64 // shapes['BLOCK_G']), 'BLOCK_N': 32},
+        store_kv_kernel: dict(KV_HEADS=kv_heads, HEAD_DIM=head_dim, BLOCK_SIZE=block_size,
+                              BLOCK_T=16, BLOCK_W=triton.next_power_of_2(kv_heads * head_dim))}
+    name = {torch.float32: 'fp32', torch.bfloat16: 'bf16', torch.float16: 'fp16'}[dtype]
+    rows = []
+    for kernel, consts in constants.items():
+        src = ASTSource(kernel, kernel_signature(kernel, f'*{name}', consts), constexprs=consts)
+        binary = triton.compile(src, target=GPUTarget('cuda', arch, 32))
+        rows.append(dict(kernel=kernel.__name__, dtype=name, arch=f'sm_{arch}',
+                         cubin_kib=round(len(binary.asm['cubin']) / 1024),
+                         shared_kib=round(binary.metadata.shared / 1024, 1)))
+    return rows
+
+# %% ../nbs/17_triton_attention.ipynb #e4bc9b17
 W1_ENGINES = {'triton + CUDA graphs': dict(attention_backend='triton'),
               'triton, eager': dict(attention_backend='triton', enforce_eager=True),
               'reference attention, eager': dict(attention_backend='torch', enforce_eager=True)}
