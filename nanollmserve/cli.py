@@ -196,8 +196,10 @@ def set_server_cpu_threads(n: int | None = None) -> int:
 def build_serve_engine(args):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
-    from nanollmserve.triton_attention import GPUCoreEngine, GPULLMEngine, default_device
-    if args.device == 'auto': args.device = default_device()           # chapters 5-17
+    from nanollmserve.triton_attention import GPUCoreEngine, GPULLMEngine, auto_device, default_device
+    if args.device == 'auto':                                            # chapters 5-17
+        args.device = auto_device(default_device() == 'cuda', args.quantization,
+                                  args.kv_cache_dtype, args.tensor_parallel_size)
     engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine

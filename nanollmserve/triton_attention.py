@@ -28,9 +28,9 @@ _jit = triton.jit if triton else (lambda fn: fn)
 __all__ = ['W1_ENGINES', 'gather_cost', 'default_device', 'interpreting', 'triton_device_error', 'attend_tile',
            'paged_decode_kernel', 'decode_splits', 'tile_shapes', 'triton_decode_attention', 'paged_extend_kernel',
            'ExtendPlan', 'extend_plan', 'triton_extend_attention', 'store_kv_kernel', 'triton_store_kv',
-           'TritonPagedAttention', 'TritonPagedKVCache', 'GPUEngineArgs', 'graph_sizes', 'buffer_attention',
-           'DecodeGraphs', 'GraphRunner', 'use_decode_graphs', 'GPUEngine', 'GPULLMEngine', 'GPULLM', 'GPUCoreEngine',
-           'kernel_signature', 'compile_for_gpu', 'w1_systems']
+           'TritonPagedAttention', 'TritonPagedKVCache', 'auto_device', 'GPUEngineArgs', 'graph_sizes',
+           'buffer_attention', 'DecodeGraphs', 'GraphRunner', 'use_decode_graphs', 'GPUEngine', 'GPULLMEngine',
+           'GPULLM', 'GPUCoreEngine', 'kernel_signature', 'compile_for_gpu', 'w1_systems']
 
 # %% ../nbs/17_triton_attention.ipynb #b79d6b77
 def gather_cost(batch: int, context: int, kv_heads: int = 8, head_dim: int = 128,
@@ -306,7 +306,13 @@ class TritonPagedKVCache(PagedKVCache):
         longest = self.max_model_len or self.num_blocks * self.block_size
         return decode_splits(padded, self.k[0].shape[2], longest, self.device)
 
-# %% ../nbs/17_triton_attention.ipynb #88413f7b
+# %% ../nbs/17_triton_attention.ipynb #7183b8fe
+def auto_device(gpu: bool, quantization: str | None = None, kv_cache_dtype: str = 'auto',
+                tensor_parallel_size: int = 1) -> str:
+    "What `device='auto'` means: CUDA if there is a GPU, unless a CPU-only feature is asked for."
+    cpu_only = quantization is not None or kv_cache_dtype != 'auto' or tensor_parallel_size > 1
+    return 'cuda' if gpu and not cpu_only else 'cpu'
+
 @dataclass
 class GPUEngineArgs(TPEngineArgs):
     "Every engine argument so far; the device chosen by default and the Triton attention kernels."
@@ -315,7 +321,9 @@ class GPUEngineArgs(TPEngineArgs):
     attention_backends = (*TPEngineArgs.attention_backends, 'triton')
 
     def validate(self) -> None:
-        if self.device == 'auto': self.device = default_device()
+        if self.device == 'auto':
+            self.device = auto_device(default_device() == 'cuda', self.quantization,
+                                      self.kv_cache_dtype, self.tensor_parallel_size)
         super().validate()
         self.check(isinstance(self.enforce_eager, bool), 'enforce_eager', 'must be true or false')
         cuda = self.device.split(':')[0] == 'cuda'
