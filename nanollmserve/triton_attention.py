@@ -24,6 +24,9 @@ try:
 except ImportError: triton = None      # `attention_backend='triton'` then says how to install it
 _jit = triton.jit if triton else (lambda fn: fn)
 
+@_jit
+def _cdiv(a, b): return (a + b - 1) // b    # Triton's own (tl.cdiv) may be compiled-only (below)
+
 # %% auto #0
 __all__ = ['W1_ENGINES', 'gather_cost', 'default_device', 'interpreting', 'triton_device_error', 'attend_tile',
            'paged_decode_kernel', 'decode_splits', 'tile_shapes', 'triton_decode_attention', 'paged_extend_kernel',
@@ -64,7 +67,7 @@ def default_device() -> str:
 def interpreting() -> bool:
     "Whether this module's kernels run under Triton's interpreter (on CPU tensors) or compiled."
     from triton.runtime.interpreter import InterpretedFunction
-    return isinstance(tl.cdiv, InterpretedFunction)     # decided when triton was imported
+    return isinstance(_cdiv, InterpretedFunction)       # decided when this module was imported
 
 def triton_device_error(device: torch.device) -> str | None:
     "Why the Triton kernels cannot run on `device`, or None if they can."
@@ -89,12 +92,12 @@ def attend_tile(q, m, l, acc, k_ptr, v_ptr, table_ptr, pos, p_ok, visible, kv_he
     k = tl.load(k_ptr + kv, mask=kv_ok, other=0.0).to(tl.float32)
     s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale
     s = tl.where(visible, s, float('-inf'))
-    m_new = tl.maximum(m, tl.max(s, 1))
+    m_new = tl.maximum(m, tl.reduce(s, 1, tl.standard._elementwise_max))
     p = tl.exp(s - m_new[:, None])
     alpha = tl.exp(m - m_new)                                 # rescales what was summed so far
     v = tl.load(v_ptr + kv, mask=kv_ok, other=0.0).to(tl.float32)
     acc = acc * alpha[:, None] + tl.dot(p, v, input_precision=PRECISION)
-    return m_new, l * alpha + tl.sum(p, 1), acc
+    return m_new, l * alpha + tl.reduce(p, 1, tl.standard._sum_combine), acc
 
 @_jit
 def paged_decode_kernel(q_ptr, k_ptr, v_ptr, tables_ptr, lens_ptr, acc_ptr, ml_ptr, scale,
@@ -109,12 +112,12 @@ def paged_decode_kernel(q_ptr, k_ptr, v_ptr, tables_ptr, lens_ptr, acc_ptr, ml_p
     q = tl.load(q_ptr + seq * q_stride_s + heads[:, None] * q_stride_h + d[None, :],
                 mask=g_ok[:, None] & d_ok[None, :], other=0.0).to(tl.float32)
     context = tl.load(lens_ptr + seq)
-    per_split = tl.cdiv(tl.cdiv(context, NUM_SPLITS), BLOCK_N) * BLOCK_N
+    per_split = _cdiv(_cdiv(context, NUM_SPLITS), BLOCK_N) * BLOCK_N
     lo = split * per_split
     hi = tl.minimum(lo + per_split, context)
     m = tl.full([BLOCK_G], -1e30, tl.float32)           # running max, sum and weighted values
-    l = tl.zeros([BLOCK_G], tl.float32)
-    acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
+    l = tl.full([BLOCK_G], 0.0, tl.float32)
+    acc = tl.full([BLOCK_G, BLOCK_D], 0.0, tl.float32)
     for start in range(lo, hi, BLOCK_N):
         pos = start + tl.arange(0, BLOCK_N)
         p_ok = pos < hi
@@ -162,7 +165,7 @@ def triton_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     out = (weight[..., None] * acc).sum(2) / (weight * l).sum(-1)[..., None]
     return out[..., :D].to(q.dtype)
 
-# %% ../nbs/17_triton_attention.ipynb #b17d69eb
+# %% ../nbs/17_triton_attention.ipynb #7931010b
 @_jit
 def paged_extend_kernel(q_ptr, k_ptr, v_ptr, o_ptr, tables_ptr, starts_ptr, lens_ptr, q_offs_ptr,
                         tile_seq_ptr, tile_tok_ptr, scale, q_stride_s, q_stride_h, o_stride_s,
@@ -181,8 +184,8 @@ def paged_extend_kernel(q_ptr, k_ptr, v_ptr, o_ptr, tables_ptr, starts_ptr, lens
     q = tl.load(q_ptr + (tok_in_step * q_stride_s + head * q_stride_h)[:, None] + d[None, :],
                 mask=r_ok[:, None] & d_ok[None, :], other=0.0).to(tl.float32)
     m = tl.full([BLOCK_Q * BLOCK_G], -1e30, tl.float32)
-    l = tl.zeros([BLOCK_Q * BLOCK_G], tl.float32)
-    acc = tl.zeros([BLOCK_Q * BLOCK_G, BLOCK_D], tl.float32)
+    l = tl.full([BLOCK_Q * BLOCK_G], 0.0, tl.float32)
+    acc = tl.full([BLOCK_Q * BLOCK_G, BLOCK_D], 0.0, tl.float32)
     hi = start + tl.minimum(tok0 + BLOCK_Q, n)            # keys up to the tile's last query
     for k_start in range(0, hi, BLOCK_N):
         pos = k_start + tl.arange(0, BLOCK_N)
@@ -196,7 +199,7 @@ def paged_extend_kernel(q_ptr, k_ptr, v_ptr, o_ptr, tables_ptr, starts_ptr, lens
     tl.store(o_ptr + o_rows[:, None] + d[None, :], out.to(o_ptr.dtype.element_ty),
              mask=r_ok[:, None] & d_ok[None, :])
 
-# %% ../nbs/17_triton_attention.ipynb #06b349b3
+# %% ../nbs/17_triton_attention.ipynb #6f5794d1
 @dataclass
 class ExtendPlan:
     "The extending sequences of one step, as the extend kernel reads them."
@@ -232,7 +235,7 @@ def triton_extend_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
         **tile_shapes(q, k_cache))
     return out
 
-# %% ../nbs/17_triton_attention.ipynb #6e0f290f
+# %% ../nbs/17_triton_attention.ipynb #dccc301a
 @_jit
 def store_kv_kernel(k_ptr, v_ptr, k_cache_ptr, v_cache_ptr, slots_ptr, num_tokens,
                     x_stride_t, x_stride_h, c_stride_b, c_stride_t, c_stride_h,
@@ -259,7 +262,7 @@ def triton_store_kv(k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
         *k_cache.stride()[:3], KV_HEADS=KVH, HEAD_DIM=D, BLOCK_SIZE=k_cache.shape[1],
         BLOCK_T=block_t, BLOCK_W=triton.next_power_of_2(KVH * D))
 
-# %% ../nbs/17_triton_attention.ipynb #74a79de9
+# %% ../nbs/17_triton_attention.ipynb #2a8e2189
 class TritonPagedAttention:
     "A step's attention over the paged cache by the Triton kernels: blocks read where they lie."
     def __init__(self, cache: PagedKVCache, seqs, num_new: list[int], num_decodes: int):
@@ -291,7 +294,7 @@ class TritonPagedAttention:
             out[d:] = triton_extend_attention(q[d:], kc, vc, self.plan, scale)
         return out
 
-# %% ../nbs/17_triton_attention.ipynb #b94b586c
+# %% ../nbs/17_triton_attention.ipynb #a1b27c62
 class TritonPagedKVCache(PagedKVCache):
     "Chapter 6's paged cache, attended by the Triton kernels."
     max_model_len, batch_sizes = None, None        # set by the engine (below)
@@ -306,7 +309,7 @@ class TritonPagedKVCache(PagedKVCache):
         longest = self.max_model_len or self.num_blocks * self.block_size
         return decode_splits(padded, self.k[0].shape[2], longest, self.device)
 
-# %% ../nbs/17_triton_attention.ipynb #7183b8fe
+# %% ../nbs/17_triton_attention.ipynb #4d6deb39
 def auto_device(gpu: bool, quantization: str | None = None, kv_cache_dtype: str = 'auto',
                 tensor_parallel_size: int = 1) -> str:
     "What `device='auto'` means: CUDA if there is a GPU, unless a CPU-only feature is asked for."
@@ -350,7 +353,7 @@ class GPUEngineArgs(TPEngineArgs):
         return (self.device.split(':')[0] == 'cuda' and self.attention_backend == 'triton'
                 and not self.enforce_eager and not self.enable_lora)
 
-# %% ../nbs/17_triton_attention.ipynb #4bddc47f
+# %% ../nbs/17_triton_attention.ipynb #1a81d9ed
 def graph_sizes(max_num_seqs: int) -> list[int]:
     "Decode batch sizes captured as graphs (vLLM's list): 1, 2, 4, every 8, up to max_num_seqs."
     top = min(max_num_seqs, 512)
@@ -367,7 +370,7 @@ def buffer_attention(cache: TritonPagedKVCache, slot_mapping: torch.Tensor,
     attn.num_splits = cache.decode_splits(len(context_lens))
     return attn
 
-# %% ../nbs/17_triton_attention.ipynb #5a4d8e78
+# %% ../nbs/17_triton_attention.ipynb #07354405
 class DecodeGraphs:
     "Decode steps captured once per padded batch size over fixed buffers, then replayed."
     def __init__(self, model, cache: TritonPagedKVCache):
@@ -404,7 +407,7 @@ class DecodeGraphs:
             pool, self.steps[size] = graph.pool(), graph.replay
         if cuda: torch.cuda.synchronize()
 
-# %% ../nbs/17_triton_attention.ipynb #c18b645f
+# %% ../nbs/17_triton_attention.ipynb #77c05af6
 @patch
 def fits(self: DecodeGraphs, attn, num_tokens: int) -> bool:
     "Whether a step can replay: decodes only, a captured size, tables within the buffers."
@@ -428,7 +431,7 @@ def run(self: DecodeGraphs, input_ids: torch.Tensor, positions: torch.Tensor,
     self.replays += 1
     return self.hidden[:n]
 
-# %% ../nbs/17_triton_attention.ipynb #15f86ece
+# %% ../nbs/17_triton_attention.ipynb #4ec12a50
 class GraphRunner:
     "Mixed into the model runner: decode-only steps replay a captured graph."
     def forward(self, input_ids, positions, attn, rows):
@@ -463,7 +466,7 @@ class GPULLM(TPLLM):
 class GPUCoreEngine(GPUEngine, TPCoreEngine):
     "Chapter 11's engine core with this chapter's engine."
 
-# %% ../nbs/17_triton_attention.ipynb #945d0d3f
+# %% ../nbs/17_triton_attention.ipynb #e315ff78
 def kernel_signature(kernel, dtype: str, constants: dict) -> dict:
     "Triton's types for a kernel's arguments: the model's dtype for tensors, int32 for indices."
     index_ptrs = {'tables_ptr', 'lens_ptr', 'starts_ptr', 'q_offs_ptr', 'tile_seq_ptr',
@@ -501,7 +504,7 @@ def compile_for_gpu(arch: int = 90, dtype: torch.dtype = torch.bfloat16, heads: 
                          shared_kib=round(binary.metadata.shared / 1024, 1)))
     return rows
 
-# %% ../nbs/17_triton_attention.ipynb #e4bc9b17
+# %% ../nbs/17_triton_attention.ipynb #8c703585
 W1_ENGINES = {'triton + CUDA graphs': dict(attention_backend='triton'),
               'triton, eager': dict(attention_backend='triton', enforce_eager=True),
               'reference attention, eager': dict(attention_backend='torch', enforce_eager=True)}
