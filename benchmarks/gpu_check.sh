@@ -4,6 +4,8 @@
 # and bfloat16), then W1 at Qwen3-0.6B's shape in bfloat16 (256 requests) through the engine three
 # ways and through transformers' static batching, printed as one table (and written to
 # OUTPUT_DIR/gpu_w1.md).
+# The chapters' own benchmarks on the GPU, at small sizes, are a separate run:
+# `python benchmarks/gpu_chapters.py`.
 #   bash benchmarks/gpu_check.sh [OUTPUT_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."

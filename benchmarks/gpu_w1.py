@@ -22,7 +22,7 @@ def main():
     args = p.parse_args()
     from transformers.utils import logging
     logging.disable_progress_bar()
-    from nanollmserve.quantization import qwen3_06b_checkpoint
+    from nanollmserve.default_model import qwen3_06b_checkpoint
     from nanollmserve.triton_attention import w1_systems
     model = args.model or str(qwen3_06b_checkpoint())
     rows = w1_systems(model, args.requests, tuple(args.lengths), args.hf_batch_size, args.device,

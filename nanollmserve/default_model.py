@@ -13,8 +13,9 @@ from pathlib import Path
 from .tiny_models import make_tiny_checkpoint
 
 # %% auto #0
-__all__ = ['TINY_MODEL_SPEC', 'TINY_MODEL_NAME', 'PACKAGED_MODELS', 'DEFAULT_MODEL_NAME', 'MODEL_NAMES', 'cache_dir',
-           'tiny_model_path', 'packaged_models_dir', 'named_model_path', 'default_model_path']
+__all__ = ['TINY_MODEL_SPEC', 'TINY_MODEL_NAME', 'PACKAGED_MODELS', 'DEFAULT_MODEL_NAME', 'MODEL_NAMES', 'QWEN3_06B', 'cache_dir',
+           'tiny_model_path', 'packaged_models_dir', 'named_model_path', 'default_model_path', 'qwen3_06b_checkpoint',
+           'bench_device', 'by_device', 'bench_model', 'device_sync']
 
 # %% ../nbs/00a_default_model.ipynb #bc4d41b2
 TINY_MODEL_SPEC = dict(arch='qwen3', seed=0, vocab_size=2048, std=0.1, qk_norm_gain=1.0,
@@ -67,3 +68,48 @@ def named_model_path(name: str) -> Path:
 def default_model_path() -> Path:
     "The checkpoint served when no model is named: `nanollmserve-demo`."
     return named_model_path(DEFAULT_MODEL_NAME)
+
+# %% ../nbs/00a_default_model.ipynb #99e58450
+QWEN3_06B = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
+                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936,
+                 max_position_embeddings=40960, tie_word_embeddings=True, rms_norm_eps=1e-6,
+                 rope_theta=1000000.0)
+
+def qwen3_06b_checkpoint() -> Path:
+    "A random float32 checkpoint of Qwen3-0.6B's shape, built once in the cache directory."
+    import torch
+    from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+    from transformers.utils import logging as hf_logging
+    target = cache_dir()/'qwen3-0.6b-shape-v1'
+    if (target/'config.json').exists(): return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix='.building-'))
+    try:
+        torch.manual_seed(0); hf_logging.disable_progress_bar()
+        tok = AutoTokenizer.from_pretrained(str(tiny_model_path()))
+        cfg = Qwen3Config(**QWEN3_06B, eos_token_id=tok.convert_tokens_to_ids('<|im_end|>'))
+        Qwen3ForCausalLM(cfg).float().save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        tmp.rename(target)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+# %% ../nbs/00a_default_model.ipynb #acd55904
+def bench_device() -> str:
+    "Where benchmarks run: `$NANOLLMSERVE_DEVICE`, else CUDA when PyTorch sees a GPU, else the CPU."
+    import torch
+    return os.environ.get('NANOLLMSERVE_DEVICE') or ('cuda' if torch.cuda.is_available() else 'cpu')
+
+def by_device(cpu, gpu, device: str | None = None):
+    "A benchmark's size: `cpu` on the CPU, `gpu` on a GPU (`device` defaults to `bench_device()`)."
+    return cpu if (device or bench_device()).split(':')[0] == 'cpu' else gpu
+
+def bench_model(device: str | None = None) -> str:
+    "The random model the chapters measure: the tiny one on the CPU, Qwen3-0.6B's shape on a GPU."
+    on_cpu = by_device(True, False, device)
+    return TINY_MODEL_NAME if on_cpu else str(qwen3_06b_checkpoint())
+
+def device_sync(device) -> None:
+    "Wait for the work queued on `device` (CUDA runs it asynchronously), so a timer sees it done."
+    import torch
+    if torch.device(device).type == 'cuda': torch.cuda.synchronize(device)

@@ -77,11 +77,15 @@ def default_num_kv_blocks(model: CausalLM, block_size: int, max_num_seqs: int,
     "The block count of the rule above."
     device = next(model.parameters()).device
     if device.type == 'cuda':
+        torch.cuda.empty_cache()            # hand back what PyTorch keeps from freed tensors
         free, _ = torch.cuda.mem_get_info(device)
         budget = int(free * 0.9) - (1 << 30)
     else: budget = min(available_cpu_memory() // 4, 2 << 30)
+    if budget < bytes_per_block(model, block_size):
+        raise ValueError(f"no memory left on {device} for a KV cache: pass num_kv_blocks, or "
+                         "free the engines that hold it")
     usable = max_num_seqs * -(-max_model_len // block_size)
-    return max(1, min(budget // bytes_per_block(model, block_size), usable))
+    return min(budget // bytes_per_block(model, block_size), usable)
 
 # %% ../nbs/06_paged_attention.ipynb #9ac8436d
 def reference_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -244,7 +248,8 @@ def cache_bytes(cache) -> int:
     return sum(t.numel() * t.element_size() for t in cache.k + cache.v)
 
 def compare_same_memory(rows: int = 8, max_model_len: int = 2048, block_size: int = 16, n: int = 64,
-                        seed: int = 0) -> list[dict]:
+                        seed: int = 0, model: str = 'nanollmserve-tiny-qwen3',
+                        device: str = 'cpu') -> list[dict]:
     "A W1 burst on a contiguous cache of `rows` rows and on a paged cache of the same bytes."
     from nanollmserve.replay import fresh_engine, replay, summarize, w1_workload
     settings = [dict(kv_cache='contiguous', max_num_seqs=rows),
@@ -252,7 +257,8 @@ def compare_same_memory(rows: int = 8, max_model_len: int = 2048, block_size: in
                      num_kv_blocks=rows * max_model_len // block_size)]
     out = []
     for kw in settings:
-        engine = fresh_engine(PagedLLMEngine, max_model_len=max_model_len, **kw)
+        engine = fresh_engine(PagedLLMEngine, model, max_model_len=max_model_len, device=device,
+                              **kw)
         rec = StepRecorder(); engine.stat_loggers.append(rec)
         s = summarize(replay(engine, w1_workload(n, engine.model.config.vocab_size, seed)))
         out.append(dict(cache=kw['kv_cache'], kv_bytes=cache_bytes(engine.cache),

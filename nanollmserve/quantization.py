@@ -29,20 +29,19 @@ from .model import CausalLM, causal_attention
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QWEN3_06B', 'QUANT_SOURCE', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'FP8_MAX',
-           'FP8_DECODE_SOURCE', 'ENGINE_QUANTIZATIONS', 'KV_CACHE_DTYPES', 'VARIANTS', 'decode_matmul_shapes',
-           'relative_error', 'chain_times', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet',
-           'torchao_int8', 'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4',
-           'qwen3_06b_config', 'chain_table', 'QuantKernels', 'load_library', 'load_quant_kernels', 'layer_format',
-           'QuantLinear', 'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'QuantizedCausalLM',
+__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QUANT_SOURCE', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'FP8_MAX', 'FP8_DECODE_SOURCE',
+           'ENGINE_QUANTIZATIONS', 'KV_CACHE_DTYPES', 'VARIANTS', 'decode_matmul_shapes', 'relative_error',
+           'chain_times', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet', 'torchao_int8',
+           'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4', 'qwen3_06b_config',
+           'chain_table', 'QuantKernels', 'load_library', 'load_quant_kernels', 'layer_format', 'QuantLinear',
+           'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'QuantizedCausalLM',
            'load_quantized_model', 'release_free_memory', 'check_quantization', 'quantization_report', 'model_bytes',
            'checkpoint_scheme', 'unpack_codes', 'codes_to_format', 'PackedLinear', 'packed_factory',
            'load_packed_model', 'compressed_checkpoint', 'quantize_fp8', 'dequantize_fp8', 'fp8_reference_decode',
            'bind_fp8_decode', 'load_fp8_decode', 'on_fp8_copy', 'fp8_bytes_per_block', 'FP8PagedKVCache',
            'FP8PagedAttention', 'FP8CausalAttention', 'QuantEngineArgs', 'QuantLLMEngine', 'QuantLLM',
            'QuantCoreEngine', 'plain_greedy', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table',
-           'qwen3_06b_checkpoint', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process',
-           'read_bandwidth']
+           'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth']
 
 # %% ../nbs/15_quantization.ipynb #b3b807d5
 def decode_matmul_shapes(cfg) -> list[tuple[int, int]]:
@@ -157,10 +156,7 @@ def torchao_int4(w: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.
     return t.qdata, t.scale_and_zero
 
 # %% ../nbs/15_quantization.ipynb #f14a21c1
-QWEN3_06B = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
-                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936,
-                 max_position_embeddings=40960, tie_word_embeddings=True, rms_norm_eps=1e-6,
-                 rope_theta=1000000.0)
+from .default_model import QWEN3_06B                        # chapter 0a
 
 def qwen3_06b_config():
     "Our ModelConfig of Qwen3-0.6B's shape."
@@ -967,6 +963,8 @@ def load_args(self: QuantEngineArgs) -> dict:
                    f"{path} is already quantized (compressed-tensors); leave it unset")
         self.check(not self.enable_lora, 'enable_lora',
                    'LoRA adapters on quantized weights are not supported')
+        self.check(torch.device(self.device).type == 'cpu', 'device',
+                   f"{path} is quantized (compressed-tensors): its kernels run on the CPU")
         return dict(linear=packed_factory(scheme, load_config(path).vocab_size))
     self.check(self.quantization != 'compressed-tensors', 'quantization',
                f"{path} is not a compressed-tensors checkpoint")
@@ -1055,28 +1053,6 @@ def quality_table(model, windows: torch.Tensor) -> list[dict]:
                          MiB=round(model_bytes(net) / 2**20, 2),
                          formats=quantization_report(net) or '-'))
     return rows
-
-# %% ../nbs/15_quantization.ipynb #e5ef799f
-def qwen3_06b_checkpoint() -> Path:
-    "A random float32 checkpoint of Qwen3-0.6B's shape, built once in the cache directory."
-    import shutil, tempfile
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-    from transformers.utils import logging as hf_logging
-    from nanollmserve.default_model import cache_dir, tiny_model_path
-    from nanollmserve.loader import load_tokenizer
-    target = cache_dir()/'qwen3-0.6b-shape-v1'
-    if (target/'config.json').exists(): return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix='.building-'))
-    try:
-        torch.manual_seed(0); hf_logging.disable_progress_bar()
-        tok = load_tokenizer(tiny_model_path())
-        cfg = Qwen3Config(**QWEN3_06B, eos_token_id=tok.convert_tokens_to_ids('<|im_end|>'))
-        Qwen3ForCausalLM(cfg).float().save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        tmp.rename(target)
-    finally: shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 # %% ../nbs/15_quantization.ipynb #0c54a90e
 VARIANTS = {'float32': {}, 'bfloat16': dict(dtype='bfloat16'), 'int8': dict(quantization='int8'),

@@ -98,10 +98,11 @@ def static_replay(gen: TextGenerator, workload: list[dict], batch_size: int) -> 
 
 # %% ../nbs/05b_replay.ipynb #d2b7c4fb
 def compare_static_continuous(n: int = 64, batch_size: int = 16, repeats: int = 3, seed: int = 0,
-                              max_model_len: int = 1024) -> list[dict]:
+                              max_model_len: int = 1024, model: str = 'nanollmserve-tiny-qwen3',
+                              device: str = 'cpu') -> list[dict]:
     """One W1 burst through static batches and chapter 5's engine at two sequence caps;
     `repeats` runs each."""
-    gen = TextGenerator.from_pretrained('nanollmserve-tiny-qwen3')
+    gen = TextGenerator.from_pretrained(model, device=device)
     work = w1_workload(n, gen.model.config.vocab_size, seed)
     static_replay(gen, work[:2], 2)                                         # warm-up
     rows = []
@@ -109,7 +110,8 @@ def compare_static_continuous(n: int = 64, batch_size: int = 16, repeats: int = 
         rows.append(dict(setting=f'static, batches of {batch_size}', run=run,
                          **summarize(static_replay(gen, work, batch_size))))
         for seqs in (batch_size, n):
-            engine = fresh_engine(LLMEngine, max_num_seqs=seqs, max_model_len=max_model_len)
+            engine = fresh_engine(LLMEngine, model, max_num_seqs=seqs, max_model_len=max_model_len,
+                                  device=device)
             rows.append(dict(setting=f'continuous, max_num_seqs={seqs}', run=run,
                              **summarize(replay(engine, work))))
             del engine

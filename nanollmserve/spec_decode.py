@@ -19,6 +19,7 @@ from fastcore.basics import patch
 from .chunked_prefill import (ChunkedPrefillEngineArgs, ChunkedPrefillLLM,
                                           ChunkedPrefillLLMEngine)
 from .engine import ModelRunner
+from .default_model import device_sync
 from .engine_core import CoreEngine
 from .kv_cache import PagedAttention, PagedKVCache
 from .loader import load_tokenizer
@@ -51,9 +52,9 @@ def verify_drafts(target_probs: torch.Tensor, drafts: list[int],
     out = []
     for j, d in enumerate(drafts):
         p = target_probs[j]
-        q = torch.zeros_like(p).index_fill_(0, torch.tensor([d]), 1.0) if draft_probs is None \
-            else draft_probs[j]
-        u = torch.rand((), generator=generator, dtype=torch.float64)
+        q = draft_probs[j] if draft_probs is not None else torch.zeros_like(p)
+        if draft_probs is None: q[d] = 1.0                 # ngram: the draft was certain
+        u = torch.rand((), generator=generator, dtype=torch.float64, device=p.device)
         if u * q[d] < p[d]:                              # accepted with probability min(1, p/q)
             out.append(d); continue
         leftover = (p - q).clamp(min=0)
@@ -96,13 +97,14 @@ def verify_step_ms(model, batch: int, tokens: int, context: int = 128, repeats: 
     seqs = [SimpleNamespace(num_tokens=context + tokens, block_table=[],
                             num_computed_tokens=context) for _ in range(batch)]
     for s in seqs: cache.allocate(s)
-    ids = torch.randint(0, model.config.vocab_size, (batch * tokens,))
-    pos = torch.arange(context, context + tokens).repeat(batch)
+    dev = next(model.parameters()).device
+    ids = torch.randint(0, model.config.vocab_size, (batch * tokens,)).to(dev)
+    pos = torch.arange(context, context + tokens, device=dev).repeat(batch)
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        device_sync(dev); start = time.perf_counter()
         attn = MultiTokenDecodeAttention(cache, seqs, [tokens] * batch, batch)
-        model.compute_logits(model(ids, pos, attn))
+        model.compute_logits(model(ids, pos, attn)); device_sync(dev)
         times.append(time.perf_counter() - start)
     return 1e3 * statistics.median(times)
 

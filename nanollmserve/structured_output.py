@@ -19,6 +19,7 @@ from fastcore.basics import patch
 
 from . import sampling
 from .cpu_kernel import compare_throughput
+from .default_model import device_sync
 from .spec_decode import SpecDecodeCoreEngine, SpecDecodeLLM, SpecDecodeLLMEngine
 from .spec_decode import verify_step_ms
 
@@ -215,6 +216,7 @@ def mask_logits(logits: torch.Tensor, seqs) -> None:
     if rows:
         mask = xgr.allocate_token_bitmask(len(seqs), logits.shape[-1])
         for i in rows: matcher(seqs[i]).fill_next_token_bitmask(mask, i)
+        mask = mask.to(logits.device)       # filled on the CPU; applied where the logits are
         xgr.apply_token_bitmask_inplace(logits, mask, vocab_size=logits.shape[-1], indices=rows)
 
 class MaskingRunner:
@@ -324,8 +326,9 @@ def decode_step_times(llm, prompts, params, steps: int = 16) -> dict:
     while prompting(): eng.step()               # until every prompt is in (its grammar compiled)
     while len(step_s) < steps and len(sched.running) == len(prompts):
         running = list(sched.running)
-        logits = torch.zeros(len(running), vocab)
-        start = time.perf_counter(); mask_logits(logits, running)
+        logits = torch.zeros(len(running), vocab, device=eng.runner.device)
+        device_sync(logits.device); start = time.perf_counter()
+        mask_logits(logits, running); device_sync(logits.device)
         mask_s.append(time.perf_counter() - start)
         context.append(statistics.mean(s.num_tokens for s in running))
         start = time.perf_counter(); eng.step()

@@ -5,14 +5,17 @@
 # %% ../nbs/17_triton_attention.ipynb #689a573a
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from fastcore.basics import patch
 
+from .default_model import device_sync
 from .distributed import TPCoreEngine, TPEngineArgs, TPLLM, TPLLMEngine
 from .kv_cache import PagedKVCache, reference_decode_attention
 
@@ -31,9 +34,9 @@ def _cdiv(a, b): return (a + b - 1) // b    # Triton's own (tl.cdiv) may be comp
 __all__ = ['W1_ENGINES', 'gather_cost', 'default_device', 'interpreting', 'triton_device_error', 'attend_tile',
            'paged_decode_kernel', 'decode_splits', 'tile_shapes', 'triton_decode_attention', 'paged_extend_kernel',
            'ExtendPlan', 'extend_plan', 'triton_extend_attention', 'store_kv_kernel', 'triton_store_kv',
-           'TritonPagedAttention', 'TritonPagedKVCache', 'auto_device', 'GPUEngineArgs', 'graph_sizes',
-           'buffer_attention', 'DecodeGraphs', 'GraphRunner', 'use_decode_graphs', 'GPUEngine', 'GPULLMEngine',
-           'GPULLM', 'GPUCoreEngine', 'kernel_signature', 'compile_for_gpu', 'w1_systems']
+           'TritonPagedAttention', 'TritonPagedKVCache', 'checkpoint_quantization', 'auto_device', 'GPUEngineArgs',
+           'graph_sizes', 'buffer_attention', 'DecodeGraphs', 'GraphRunner', 'use_decode_graphs', 'device_context',
+           'GPUEngine', 'GPULLMEngine', 'GPULLM', 'GPUCoreEngine', 'kernel_signature', 'compile_for_gpu', 'w1_systems']
 
 # %% ../nbs/17_triton_attention.ipynb #b79d6b77
 def gather_cost(batch: int, context: int, kv_heads: int = 8, head_dim: int = 128,
@@ -46,11 +49,10 @@ def gather_cost(batch: int, context: int, kv_heads: int = 8, head_dim: int = 128
     tables = torch.randperm(batch * blocks, device=device).view(batch, blocks).int()
     lens = torch.full((batch,), context, dtype=torch.int32, device=device)
     q = torch.randn(batch, heads, head_dim, device=device)
-    sync = torch.cuda.synchronize if device.startswith('cuda') else (lambda: None)
     def median_ms(fn):
         times = []
         for _ in range(repeats):
-            sync(); start = time.perf_counter(); fn(); sync()
+            device_sync(device); start = time.perf_counter(); fn(); device_sync(device)
             times.append(time.perf_counter() - start)
         return 1e3 * statistics.median(times)
     gather = median_ms(lambda: (k[tables.long()], v[tables.long()]))
@@ -238,7 +240,8 @@ def triton_extend_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
 # %% ../nbs/17_triton_attention.ipynb #dccc301a
 @_jit
 def store_kv_kernel(k_ptr, v_ptr, k_cache_ptr, v_cache_ptr, slots_ptr, num_tokens,
-                    x_stride_t, x_stride_h, c_stride_b, c_stride_t, c_stride_h,
+                    k_stride_t, k_stride_h, v_stride_t, v_stride_h,
+                    c_stride_b, c_stride_t, c_stride_h,
                     KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_SIZE: tl.constexpr,
                     BLOCK_T: tl.constexpr, BLOCK_W: tl.constexpr):
     t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
@@ -246,19 +249,20 @@ def store_kv_kernel(k_ptr, v_ptr, k_cache_ptr, v_cache_ptr, slots_ptr, num_token
     head, d = w // HEAD_DIM, w % HEAD_DIM
     slot = tl.load(slots_ptr + t, mask=t < num_tokens, other=-1)
     ok = (slot >= 0)[:, None] & (w < KV_HEADS * HEAD_DIM)[None, :]
-    src = (t * x_stride_t)[:, None] + (head * x_stride_h + d)[None, :]
     block, offset = (slot // BLOCK_SIZE).to(tl.int64), slot % BLOCK_SIZE
     dst = (block * c_stride_b + offset * c_stride_t)[:, None] + (head * c_stride_h + d)[None, :]
-    tl.store(k_cache_ptr + dst, tl.load(k_ptr + src, mask=ok), mask=ok)
-    tl.store(v_cache_ptr + dst, tl.load(v_ptr + src, mask=ok), mask=ok)
+    k_src = (t * k_stride_t)[:, None] + (head * k_stride_h + d)[None, :]
+    v_src = (t * v_stride_t)[:, None] + (head * v_stride_h + d)[None, :]
+    tl.store(k_cache_ptr + dst, tl.load(k_ptr + k_src, mask=ok), mask=ok)
+    tl.store(v_cache_ptr + dst, tl.load(v_ptr + v_src, mask=ok), mask=ok)
 
 def triton_store_kv(k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
                     v_cache: torch.Tensor, slot_mapping: torch.Tensor, block_t: int = 16) -> None:
     "Write the new tokens' K/V ([tokens, KV heads, head_dim]) at their slots; slot -1: nowhere."
     T, KVH, D = k.shape
-    assert k.stride() == v.stride() and k.stride(2) == 1, 'K and V: the same strided layout'
+    assert k.stride(2) == v.stride(2) == 1, 'K and V: each head_dim contiguous'
     store_kv_kernel[(triton.cdiv(T, block_t),)](
-        k, v, k_cache, v_cache, slot_mapping, T, k.stride(0), k.stride(1),
+        k, v, k_cache, v_cache, slot_mapping, T, *k.stride()[:2], *v.stride()[:2],
         *k_cache.stride()[:3], KV_HEADS=KVH, HEAD_DIM=D, BLOCK_SIZE=k_cache.shape[1],
         BLOCK_T=block_t, BLOCK_W=triton.next_power_of_2(KVH * D))
 
@@ -309,13 +313,24 @@ class TritonPagedKVCache(PagedKVCache):
         longest = self.max_model_len or self.num_blocks * self.block_size
         return decode_splits(padded, self.k[0].shape[2], longest, self.device)
 
-# %% ../nbs/17_triton_attention.ipynb #4d6deb39
+# %% ../nbs/17_triton_attention.ipynb #c2aca532
+def checkpoint_quantization(model: str | None) -> str | None:
+    "'compressed-tensors' for a local checkpoint quantized so (chapter 15), else None."
+    from nanollmserve.default_model import MODEL_NAMES
+    from nanollmserve.loader import resolve_model_path
+    from nanollmserve.quantization import checkpoint_scheme
+    local = model is None or str(model) in MODEL_NAMES or Path(str(model)).expanduser().is_dir()
+    try: quantized = local and checkpoint_scheme(resolve_model_path(model)) is not None
+    except (OSError, ValueError): quantized = False        # the loader will say what is wrong
+    return 'compressed-tensors' if quantized else None
+
 def auto_device(gpu: bool, quantization: str | None = None, kv_cache_dtype: str = 'auto',
                 tensor_parallel_size: int = 1) -> str:
     "What `device='auto'` means: CUDA if there is a GPU, unless a CPU-only feature is asked for."
     cpu_only = quantization is not None or kv_cache_dtype != 'auto' or tensor_parallel_size > 1
     return 'cuda' if gpu and not cpu_only else 'cpu'
 
+# %% ../nbs/17_triton_attention.ipynb #4d6deb39
 @dataclass
 class GPUEngineArgs(TPEngineArgs):
     "Every engine argument so far; the device chosen by default and the Triton attention kernels."
@@ -325,7 +340,8 @@ class GPUEngineArgs(TPEngineArgs):
 
     def validate(self) -> None:
         if self.device == 'auto':
-            self.device = auto_device(default_device() == 'cuda', self.quantization,
+            quantization = self.quantization or checkpoint_quantization(self.model)
+            self.device = auto_device(default_device() == 'cuda', quantization,
                                       self.kv_cache_dtype, self.tensor_parallel_size)
         super().validate()
         self.check(isinstance(self.enforce_eager, bool), 'enforce_eager', 'must be true or false')
@@ -450,12 +466,21 @@ def use_decode_graphs(engine) -> DecodeGraphs:
     engine.runner.graphs = graphs
     return graphs
 
+# %% ../nbs/17_triton_attention.ipynb #c4e30a92
+def device_context(device: torch.device):
+    "`device` made the current CUDA device while in the block; nothing on the CPU."
+    return torch.cuda.device(device) if device.type == 'cuda' else contextlib.nullcontext()
+
 class GPUEngine:
-    "Mixed into an engine class: this chapter's arguments, and decode graphs on CUDA."
+    "Mixed into an engine class: this chapter's arguments; decode graphs and its device on CUDA."
     args_class = GPUEngineArgs
     def __init__(self, model: str | None = None, **engine_args):
         super().__init__(model, **engine_args)
-        self.graphs = use_decode_graphs(self) if self.args.cuda_graphs else None
+        with device_context(self.runner.device):
+            self.graphs = use_decode_graphs(self) if self.args.cuda_graphs else None
+
+    def step(self):
+        with device_context(self.runner.device): return super().step()
 
 class GPULLMEngine(GPUEngine, TPLLMEngine):
     "The engine of chapters 5-16, on the GPU when there is one: Triton kernels, decode graphs."
