@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nanollmserve.chunked_prefill import compare_chunking
+from nanollmserve.lab.measure import compare_chunking
 
 
 def main():

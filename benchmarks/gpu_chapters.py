@@ -36,29 +36,30 @@ def checks(dev: str, work: Path) -> dict:
         return run_static(gen, prompts, params, 2)['output_tok_per_s']
 
     def ch05b():
-        from nanollmserve.replay import compare_static_continuous
+        from nanollmserve.lab.measure import compare_static_continuous
         return compare_static_continuous(4, 2, repeats=1, model=model,
                                          device=dev)[-1]['output_throughput']
 
     def ch06():
-        from nanollmserve.kv_cache import compare_same_memory
+        from nanollmserve.lab.measure import compare_same_memory
         return compare_same_memory(rows=2, max_model_len=1024, n=4, model=model,
                                    device=dev)[-1]['output_throughput']
 
     def ch07():
-        from nanollmserve.prefix_cache import compare_prefix_caching
+        from nanollmserve.lab.measure import compare_prefix_caching
         r = compare_prefix_caching(model, num_requests=4, prefix_len=64, output_len=4,
                                    w1_requests=2, w1_repeats=1, num_kv_blocks=256, device=dev)
         return r['on']['shared']['hit_rate']
 
     def ch08():
-        from nanollmserve.chunked_prefill import compare_chunking
+        from nanollmserve.lab.measure import compare_chunking
         r = compare_chunking(('off', '256'), model, seconds=1.0, w1_requests=2, w1_repeats=1,
                              max_model_len=1024, num_kv_blocks=512, device=dev)
         return r['256']['w1'][0]['output_throughput']
 
     def ch09():
-        from nanollmserve.async_engine import AsyncLLMEngine, serve_clients
+        from nanollmserve.async_engine import AsyncLLMEngine
+        from nanollmserve.lab.measure import serve_clients
         served = AsyncLLMEngine.from_engine_args(model, device=dev, max_num_seqs=8,
                                                  num_kv_blocks=256)
         served.start()
@@ -68,12 +69,13 @@ def checks(dev: str, work: Path) -> dict:
 
     def ch12():
         from nanollmserve.loader import load_model
-        from nanollmserve.spec_decode import SpecDecodeLLM, sweep_k, verify_step_ms
+        from nanollmserve.engine import LLM
+        from nanollmserve.lab.measure import sweep_k, verify_step_ms
         target, _ = load_model('nanollmserve-demo', dtype=torch.float32, device=dev)
         verify_step_ms(target, 2, 3, context=32, repeats=2)
         prompts = [{'prompt_token_ids': [7, 8, 9, 7, 8, 9, 7, 8]}] * 2
-        spec = SpecDecodeLLM('nanollmserve-demo', device=dev, num_kv_blocks=256,
-                             speculative_config={'method': 'ngram', 'num_speculative_tokens': 3})
+        spec = LLM('nanollmserve-demo', device=dev, num_kv_blocks=256,
+                   speculative_config={'method': 'ngram', 'num_speculative_tokens': 3})
         sampled = SamplingParams(temperature=0.8, seed=1, max_tokens=16, ignore_eos=True)
         spec.generate(prompts, sampled, use_tqdm=False)          # drafts verified by sampling
         del spec
@@ -82,10 +84,10 @@ def checks(dev: str, work: Path) -> dict:
                            num_kv_blocks=256))
 
     def ch13():
-        from nanollmserve.structured_output import (SamplingParams, StructuredOutputLLM,
-                                                    StructuredOutputsParams, mask_step_times)
-        llm = StructuredOutputLLM('nanollmserve-demo', dtype='float32', device=dev,
-                                  num_kv_blocks=256)
+        from nanollmserve.engine import LLM
+        from nanollmserve.structured_output import SamplingParams, StructuredOutputsParams
+        from nanollmserve.lab.measure import mask_step_times
+        llm = LLM('nanollmserve-demo', dtype='float32', device=dev, num_kv_blocks=256)
         so = StructuredOutputsParams(json={'type': 'object', 'properties': {
             'n': {'type': 'integer'}}, 'required': ['n']})
         held = SamplingParams(temperature=0.8, max_tokens=24, ignore_eos=True,
@@ -93,9 +95,10 @@ def checks(dev: str, work: Path) -> dict:
         return mask_step_times(llm, ['Describe item 1 as JSON:'] * 2, held, steps=2)['mask_ms']
 
     def ch14():
-        from nanollmserve.cpu_kernel import w1_workload
+        from nanollmserve.lab.measure import w1_workload
         from nanollmserve.loader import load_config, resolve_model_path
-        from nanollmserve.lora import LoRARequest, compare_lora_throughput, make_tiny_adapter
+        from nanollmserve.lora import LoRARequest, make_tiny_adapter
+        from nanollmserve.lab.measure import compare_lora_throughput
         base = resolve_model_path(model)
         ads = [LoRARequest(f'check-{i}', i, make_tiny_adapter(base, work / f'lora-{i}', r=4,
                                                               seed=i)) for i in (1, 2)]
@@ -105,8 +108,11 @@ def checks(dev: str, work: Path) -> dict:
         return r['2 adapters, LoRA'][0]
 
     def ch17():
-        from nanollmserve.triton_attention import gather_cost
+        from nanollmserve.lab.measure import gather_cost
         return gather_cost(2, 64, repeats=2, device=dev)['gather_share']
+
+    import nanollmserve
+    nanollmserve.load_parts()            # the chapters' engines: every part registered
 
     return {'3': ch03, '4': ch04, '5b': ch05b, '6': ch06, '7': ch07, '8': ch08, '9': ch09,
             '12': ch12, '13': ch13, '14': ch14, '17': ch17}

@@ -1,6 +1,6 @@
 """W1 on a GPU through the engine three ways — Triton + CUDA graphs, Triton eager, the reference
 attention — and through transformers' static batching: one table of output tokens per second
-(chapter 17's `w1_systems`; the default model is a random checkpoint of Qwen3-0.6B's shape).
+(chapter 17a's `w1_systems`; the default model is a random checkpoint of Qwen3-0.6B's shape).
 
     python benchmarks/gpu_w1.py --requests 256 --out gpu_w1.md
     python benchmarks/gpu_w1.py --model nanollmserve-tiny-qwen3 --requests 2 --lengths 8 16 \
@@ -23,7 +23,7 @@ def main():
     from transformers.utils import logging
     logging.disable_progress_bar()
     from nanollmserve.default_model import qwen3_06b_checkpoint
-    from nanollmserve.triton_attention import w1_systems
+    from nanollmserve.lab.measure import w1_systems
     model = args.model or str(qwen3_06b_checkpoint())
     rows = w1_systems(model, args.requests, tuple(args.lengths), args.hf_batch_size, args.device,
                       args.dtype)

@@ -24,8 +24,8 @@ import json
 
 import torch
 
-from nanollmserve.cpu_kernel import (VLLM_PYTHON, compare_throughput, engine_runner, hf_runner,
-                                     ratio_with_range, throughput_report, time_vllm, w1_workload)
+from nanollmserve.lab.measure import (VLLM_PYTHON, compare_throughput, engine_runner, hf_runner,
+                                      ratio_with_range, throughput_report, time_vllm, w1_workload)
 from nanollmserve.loader import load_config, resolve_model_path
 
 SYSTEMS = ('ours', 'ours-torch', 'hf-static', 'hf-single', 'vllm')
@@ -39,7 +39,8 @@ def parse_args(argv=None):
     ap.add_argument('--device', default='cpu')
     ap.add_argument('--dtype', default='auto')
     ap.add_argument('--engine', choices=['paged', 'full'], default='paged',
-                    help="paged: chapter 6's PagedLLM (the chapter's); full: nanollmserve.LLM")
+                    help="paged: chapter 6a's engine (the chapter's); full: every chapter's parts, "
+                         "as nanollmserve.LLM")
     ap.add_argument('--num-requests', type=int, default=None, help='default 64 on CPU, 256 on GPU')
     ap.add_argument('--min-len', type=int, default=100)
     ap.add_argument('--max-len', type=int, default=None,
@@ -68,11 +69,10 @@ def parse_args(argv=None):
 
 def make_runners(args, w) -> dict:
     "The runners of the systems asked for, other than vLLM, in the order given."
-    if args.engine == 'full':
-        from nanollmserve import LLM as llm_class
-    else:
-        from nanollmserve.kv_cache import PagedLLM as llm_class
-    ours = dict(model=args.model, llm_class=llm_class, device=args.device, dtype=args.dtype,
+    if args.engine == 'full':            # every chapter's parts; else those up to chapter 6a's
+        import nanollmserve
+        nanollmserve.load_parts()
+    ours = dict(model=args.model, device=args.device, dtype=args.dtype,
                 max_num_seqs=args.max_num_seqs, block_size=args.block_size,
                 num_kv_blocks=w.kv_blocks(args.block_size))
     hf = dict(model=args.model, device=args.device, dtype=args.dtype)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nanollmserve.prefix_cache import compare_prefix_caching
+from nanollmserve.lab.measure import compare_prefix_caching
 
 
 def main():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How many PyTorch threads `nanollmserve serve` should use on the CPU: the engine core process with every
 core (the default) and with one fewer, against the in-process engine thread (`--no-engine-process`) with one
-core fewer (its default) and with all; through HTTP with `nanollmserve.bench`, same run, same requests.
+core fewer (its default) and with all; through HTTP with `nanollmserve.lab.bench`, same run, same requests.
 
     python benchmarks/serve_threads.py [--num-prompts 64] [--rates 4,inf]
 
@@ -13,8 +13,8 @@ import math
 import os
 import sys
 
-from nanollmserve.bench import (ServerProcess, free_port, random_dataset, run_benchmark, run_sync, served_model,
-                                summarize, token_pool)
+from nanollmserve.lab.bench import (ServerProcess, free_port, random_dataset, run_benchmark, run_sync, served_model,
+                                summarize_run, token_pool)
 from nanollmserve.loader import load_tokenizer
 from nanollmserve.default_model import tiny_model_path
 
@@ -40,7 +40,7 @@ def main():
             model = served_model(url)
             run_sync(run_benchmark(url, model, reqs[:4], progress=False))          # warm up
             for rate in rates:
-                r = results[name, rate] = summarize(*run_sync(run_benchmark(url, model, reqs, rate, progress=False)))
+                r = results[name, rate] = summarize_run(*run_sync(run_benchmark(url, model, reqs, rate, progress=False)))
                 print(f"{name:20} rate {rate:>4}: TTFT median {r['median_ttft_ms']:6.1f} ms | TPOT median {r['median_tpot_ms']:5.1f} ms"
                       f" | ITL p99 {r['p99_itl_ms']:6.1f} ms | {r['output_throughput']:6.0f} tok/s ({r['failed']} failed)", flush=True)
     ours, *others = settings

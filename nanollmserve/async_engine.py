@@ -13,17 +13,15 @@ import time
 import uuid
 from typing import AsyncIterator
 
-import numpy as np
 from fastcore.basics import patch
 
-from .chunked_prefill import ChunkedPrefillLLMEngine
-from .engine import LLMEngine, RequestOutput
+from .engine import EngineArgs, LLMEngine, RequestOutput
 from .sampling import SamplingParams
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['EngineDeadError', 'AsyncLLMEngine', 'RequestStream', 'serve_clients']
+__all__ = ['EngineDeadError', 'AsyncLLMEngine', 'RequestStream']
 
 # %% ../nbs/09_async_engine.ipynb #f1fad976
 class EngineDeadError(RuntimeError):
@@ -44,10 +42,11 @@ class AsyncLLMEngine:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def from_engine_args(cls, model: str | None = None, engine_class: type | None = None,
+    def from_engine_args(cls, args: EngineArgs | str | None = None,
                          **engine_args) -> AsyncLLMEngine:
-        "An async engine around `engine_class` (default: the engine of chapters 5-8)."
-        return cls((engine_class or ChunkedPrefillLLMEngine)(model, **engine_args))
+        "An async engine around the engine of `args` (an `EngineArgs`, or a model and arguments)."
+        if not isinstance(args, EngineArgs): args = EngineArgs(args, **engine_args)
+        return cls(LLMEngine(args=args))
 
     def start(self) -> None:
         if self._running: return
@@ -141,6 +140,11 @@ def stats(self: AsyncLLMEngine) -> dict:
     "The engine's counts as of its last step, safe to read from any thread."
     return dict(self._stats, num_requests_waiting=self.num_waiting)
 
+@patch
+def stat_docs(self: AsyncLLMEngine) -> dict[str, str]:
+    "What the engine's components' counts mean (fixed once the engine is built)."
+    return self.engine.stat_docs()
+
 @patch(as_prop=True)
 def num_waiting(self: AsyncLLMEngine) -> int:
     "Requests waiting for admission to the batch (queued in the engine or not yet taken in)."
@@ -206,19 +210,3 @@ def shutdown(self: AsyncLLMEngine, timeout: float = 10.0) -> None:
     self._wake.set()
     if self._thread: self._thread.join(timeout)
     self.engine.shutdown()
-
-# %% ../nbs/09_async_engine.ipynb #2bafb44f
-async def serve_clients(engine: AsyncLLMEngine, prompts: list, params: SamplingParams,
-                        concurrent: bool) -> dict:
-    "Callers all arrive at once; the engine serves them together or one after another."
-    start = time.perf_counter()
-    async def one(prompt):
-        last = None
-        async for out in engine.generate(prompt, params): last = out
-        return time.perf_counter() - start, len(last.outputs[0].token_ids)   # since the callers arrived
-    if concurrent: done = await asyncio.gather(*(one(p) for p in prompts))
-    else: done = [await one(p) for p in prompts]
-    wall = time.perf_counter() - start
-    return dict(callers='all at once' if concurrent else 'one at a time', seconds=wall,
-                output_tok_per_s=sum(n for _, n in done) / wall,
-                mean_latency_s=float(np.mean([t for t, _ in done])))

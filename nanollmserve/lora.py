@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
-import statistics
-import time
-from collections import Counter, OrderedDict, deque
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -20,24 +18,17 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import nn
 
-from .engine import is_pos_int, per_prompt
-from .model import Linear, ModelConfig
+from .engine import arg, check_arg, engine_args, is_pos_int
+from .loader import load_config
+from .model import ModelConfig
 from .prefix_cache import PrefixCachingBlockManager
-from .spec_decode import SpecDecodeEngineArgs
-from .structured_output import StructuredOutputCoreEngine, StructuredOutputLLM
-from .structured_output import StructuredOutputLLMEngine
-from .tiny_models import hf_greedy
 
 # %% auto #0
-__all__ = ['UNSUPPORTED', 'TARGETS', 'KEY', 'SHAPES', 'DELTAS', 'PROJECTIONS', 'LoRARequest', 'read_adapter_config', 'lora_scale',
-           'LoRAAdapter', 'projection_shapes', 'adapter_tensors', 'pack', 'adapter_dir', 'load_adapter',
-           'make_tiny_adapter', 'LoRAState', 'LoRALinear', 'LoRAContext', 'lora_context', 'segmented_delta',
-           'gathered_delta', 'masked_delta', 'lora_layers', 'enable_lora', 'put_adapter', 'peft_model', 'LoRAManager',
-           'LoRAScheduler', 'LoRARunner', 'LoRAPrefixCachingBlockManager', 'LoRAEngineArgs', 'LoRAEngine',
-           'LoRALLMEngine', 'LoRALLM', 'peft_greedy', 'LoRAServerState', 'LoadLoRAAdapterRequest',
-           'UnloadLoRAAdapterRequest', 'add_lora_routes', 'LoRACollector', 'build_app', 'LoRACoreEngine', 'stdlib_code',
-           'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter',
-           'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes']
+__all__ = ['UNSUPPORTED', 'TARGETS', 'KEY', 'SHAPES', 'DELTAS', 'PROJECTIONS', 'LORA_LAYERS', 'LoRARequest',
+           'read_adapter_config', 'lora_scale', 'LoRAAdapter', 'projection_shapes', 'adapter_tensors', 'pack',
+           'adapter_dir', 'load_adapter', 'make_tiny_adapter', 'LoRAState', 'LoRALinear', 'LoRAContext', 'lora_context',
+           'segmented_delta', 'gathered_delta', 'masked_delta', 'lora_layers', 'lora_layer', 'enable_lora',
+           'put_adapter', 'LoRAManager', 'LoRAArgs']
 
 # %% ../nbs/14_lora.ipynb #ddf44330
 @dataclass(frozen=True)
@@ -178,13 +169,15 @@ def adapter_dir(path: str | Path) -> Path:
     shipped = packaged_models_dir() / str(path)
     return shipped if not p.exists() and p.name == str(path) and shipped.is_dir() else p
 
-def load_adapter(req: LoRARequest, model, max_lora_rank: int) -> LoRAAdapter:
-    "Read, check and pack the adapter of `req` for `model`; a ValueError if it is unusable."
-    path = adapter_dir(req.lora_path)
+def load_adapter(req: LoRARequest, model, max_lora_rank: int,
+                 config: ModelConfig | None = None) -> LoRAAdapter:
+    """Read, check and pack the adapter of `req` for `model`, whose checkpoint's architecture is
+    `config` (default: the model's own); a ValueError if it is unusable."""
+    path, config = adapter_dir(req.lora_path), config or model.config
     cfg = read_adapter_config(path)
-    found = adapter_tensors(path, cfg, model.config, max_lora_rank)
+    found = adapter_tensors(path, cfg, config, max_lora_rank)
     return LoRAAdapter(req.lora_name, req.lora_int_id, str(path), cfg['r'], lora_scale(cfg),
-                       pack(found, model.config, cfg['r'], next(model.parameters()).dtype))
+                       pack(found, config, cfg['r'], next(model.parameters()).dtype))
 
 # %% ../nbs/14_lora.ipynb #e77f5052
 def make_tiny_adapter(base: str | Path,  # the base checkpoint's directory
@@ -216,19 +209,21 @@ SHAPES = ('segmented', 'masked', 'gathered')
 
 class LoRAState:
     "What the model's `LoRALinear`s share: the step's context, the slots' scales, the shape."
-    def __init__(self, max_loras: int, max_rank: int, shape: str = 'segmented'):
+    def __init__(self, max_loras: int, max_rank: int, shape: str = 'segmented',
+                 dtype: torch.dtype = torch.float32, device='cpu'):
         self.max_loras, self.max_rank, self.shape = max_loras, max_rank, shape
+        self.dtype, self.device = dtype, device           # of the activations, and of the slots
         self.scales = [0.0] * (max_loras + 1)      # per slot: its adapter's scale
         self.ctx: LoRAContext | None = None
 
 class LoRALinear(nn.Module):
     "A projection with adapter slots beside it: `base(x)` plus each token's adapter's delta."
-    def __init__(self, base: Linear, state: LoRAState):
+    def __init__(self, base: nn.Module, state: LoRAState):
         super().__init__()
         self.base, self.state, self.output_sizes = base, state, base.output_sizes
-        out, inp = base.weight.shape
+        out, inp = base.out_features, base.in_features
         n, k = state.max_loras + 1, len(base.output_sizes) * state.max_rank
-        like = dict(dtype=base.weight.dtype, device=base.weight.device)
+        like = dict(dtype=state.dtype, device=state.device)
         self.register_buffer('lora_a', torch.zeros(n, k, inp, **like))
         self.register_buffer('lora_bt', torch.zeros(n, k, out, **like))
         self.widths = [0] * n                          # rows in use per slot; 0: not adapted
@@ -238,11 +233,24 @@ class LoRALinear(nn.Module):
     def weight(self) -> torch.Tensor: return self.base.weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y, ctx = self.base(x), self.state.ctx
+        return self.add_deltas(x, self.base(x))
+
+    def add_deltas(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        "`y` with each token's adapter's delta added, in place (none without a context)."
+        ctx = self.state.ctx
         if ctx is None: return y
         x2, y2 = x.reshape(-1, x.shape[-1]), y.view(-1, y.shape[-1])
         DELTAS[self.state.shape](self, x2, y2, ctx)
         return y
+
+    @torch.no_grad()
+    def put(self, slot: int, A: torch.Tensor | None, B: torch.Tensor | None) -> None:
+        "Copy an adapter's `A` [k, in] and `B` [out, k] for this projection into `slot`."
+        self.lora_a[slot].zero_(); self.lora_bt[slot].zero_()
+        w = self.widths[slot] = 0 if A is None else A.shape[0]
+        if w:
+            self.lora_a[slot, :w] = A; self.lora_bt[slot, :w] = B.t()
+            self.a_rows[slot], self.bt_rows[slot] = self.lora_a[slot, :w], self.lora_bt[slot, :w]
 
 # %% ../nbs/14_lora.ipynb #26079077
 class LoRAContext:
@@ -309,55 +317,48 @@ def lora_layers(model) -> dict[str, LoRALinear]:
     "The model's `LoRALinear`s by the name an adapter's weights use."
     return {n: m for n, m in model.named_modules() if isinstance(m, LoRALinear)}
 
+LORA_LAYERS: dict[type, type] = {}   # a projection's class -> the LoRA layer that wraps it
+
+def lora_layer(base: nn.Module) -> type:
+    "The LoRA layer for `base`: the one registered for its class (or a base of it), else LoRALinear."
+    return next((LORA_LAYERS[c] for c in type(base).__mro__ if c in LORA_LAYERS), LoRALinear)
+
 def enable_lora(model, max_loras: int, max_rank: int, shape: str = 'segmented') -> LoRAState:
     "Give every projection `max_loras` slots of rank `max_rank`; returns the state they share."
-    state = LoRAState(max_loras, max_rank, shape)
+    norm = model.model.norm.weight                  # the activations' dtype, whatever the weights'
+    state = LoRAState(max_loras, max_rank, shape, norm.dtype, norm.device)
     for layer in model.model.layers:
         for path in PROJECTIONS:
             parent, name = path.split('.')
             owner = getattr(layer, parent)
-            setattr(owner, name, LoRALinear(getattr(owner, name), state))
+            base = getattr(owner, name)
+            setattr(owner, name, lora_layer(base)(base, state))
     model.lora_state = state
     return state
 
-@torch.no_grad()
 def put_adapter(model, slot: int, adapter: LoRAAdapter | None) -> None:
     "Copy `adapter` into `slot` of every projection (None: empty the slot)."
     model.lora_state.scales[slot] = adapter.scale if adapter else 0.0
     for name, layer in lora_layers(model).items():
-        layer.lora_a[slot].zero_(); layer.lora_bt[slot].zero_()
-        A, B = adapter.weights.get(name, (None, None)) if adapter else (None, None)
-        w = layer.widths[slot] = 0 if A is None else A.shape[0]
-        if w:
-            layer.lora_a[slot, :w] = A; layer.lora_bt[slot, :w] = B.t()
-            layer.a_rows[slot] = layer.lora_a[slot, :w]
-            layer.bt_rows[slot] = layer.lora_bt[slot, :w]
-
-# %% ../nbs/14_lora.ipynb #6eba5dca
-def peft_model(base: str | Path, adapter: str | Path | None):
-    "The reference: `transformers`' model of `base` under PEFT's `adapter` (None: the base)."
-    import warnings
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
-    from transformers.utils import logging
-    logging.disable_progress_bar()
-    hf = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
-    if adapter is None: return hf
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')            # transformers' deprecation notes
-        return PeftModel.from_pretrained(hf, adapter).eval()
+        layer.put(slot, *(adapter.weights.get(name, (None, None)) if adapter else (None, None)))
 
 # %% ../nbs/14_lora.ipynb #fad6aba1
 class LoRAManager:
     "Adapters on the host (an LRU by id) and in the model's slots (an LRU, held while in use)."
-    def __init__(self, model, max_loras: int, max_lora_rank: int, max_cpu_loras: int):
+    request_args = ('lora_request',)           # what a request may say to it (in the engine)
+    def __init__(self, model, max_loras: int, max_lora_rank: int, max_cpu_loras: int,
+                 config: ModelConfig | None = None):
         self.model, self.max_loras, self.max_lora_rank = model, max_loras, max_lora_rank
+        self.config = config or model.config          # the checkpoint's: adapters are checked on it
         self.max_cpu_loras = max_cpu_loras
         self.host: OrderedDict[int, LoRAAdapter] = OrderedDict()   # lora_int_id -> adapter
         self.slot_of: OrderedDict[int, int] = OrderedDict()        # adapter uid -> slot
         self.holders: dict[int, int] = {}                          # uid -> running sequences
         self.free_slots = list(range(max_loras, 0, -1))
         self.num_loaded = self.num_slot_loads = 0
+        self.device = next(model.parameters()).device
+        self.adapters: dict[int, LoRAAdapter] = {}   # seq id -> its request's adapter
+        self.slots: dict[int, int] = {}              # seq id -> its adapter's slot, while running
 
     def get(self, req: LoRARequest) -> LoRAAdapter:
         "The adapter of `req`: from the host LRU, or read from its directory (a ValueError if bad)."
@@ -368,7 +369,7 @@ class LoRAManager:
                                  f"({a.path}); give {req.lora_name!r} another lora_int_id")
             self.host.move_to_end(req.lora_int_id)
             return a
-        a = load_adapter(req, self.model, self.max_lora_rank)
+        a = load_adapter(req, self.model, self.max_lora_rank, self.config)
         self.num_loaded += 1; a.uid = self.num_loaded
         self.host[req.lora_int_id] = a
         while len(self.host) > self.max_cpu_loras: self.host.popitem(last=False)
@@ -407,418 +408,118 @@ def live(self: LoRAManager) -> set:
     return set(self.holders)
 
 # %% ../nbs/14_lora.ipynb #d31018ff
-class LoRAScheduler:
-    "Mixed into the engine's scheduler: admit a sequence only if its adapter can have a slot."
-    lora: LoRAManager
+@patch
+def check_request(self: LoRAManager, params, lora_request: LoRARequest | None = None) -> None:
+    "A request's adapter must be a `LoRARequest` this engine can read (ValueError, else)."
+    if lora_request is None: return
+    if not all(hasattr(lora_request, f) for f in ('lora_name', 'lora_int_id', 'lora_path')):
+        raise ValueError(f"lora_request must be a LoRARequest, got {type(lora_request).__name__}")
+    self.get(lora_request)
 
-    def _admit(self, out, budget: int) -> None:
-        live, ready, held = self.lora.live, deque(), []
-        for s in self.waiting:
-            a = getattr(s, 'lora', None)
-            if a is None or a.uid in live or len(live) < self.lora.max_loras:
-                if a is not None: live.add(a.uid)
-                ready.append(s)
-            else: held.append(s)                      # its adapter waits for a slot
-        self.waiting, first = ready, len(out.seqs)
-        super()._admit(out, budget)
-        for s in out.seqs[first:]:
-            if getattr(s, 'lora', None) is not None and not getattr(s, 'lora_slot', 0):
-                s.lora_slot = self.lora.acquire(s.lora)
-        self.waiting.extendleft(reversed(held))
+@patch
+def request_added(self: LoRAManager, req, lora_request: LoRARequest | None = None) -> None:
+    if lora_request is None: return
+    adapter = self.get(lora_request)
+    for seq in req.seqs: self.adapters[seq.seq_id] = adapter
 
-    def schedule(self):
-        "The step, its decodes and its prompt chunks each ordered by slot: an adapter, one run."
-        out = super().schedule()
-        if any(getattr(s, 'lora_slot', 0) for s in out.seqs):
-            d = out.num_decodes
-            for part in (slice(0, d), slice(d, len(out.seqs))):
-                pairs = sorted(zip(out.seqs[part], out.num_new[part]),
-                               key=lambda p: getattr(p[0], 'lora_slot', 0))
-                out.seqs[part], out.num_new[part] = [p[0] for p in pairs], [p[1] for p in pairs]
-        return out
+@patch
+def can_admit(self: LoRAManager, seq) -> bool:
+    "Its adapter is in a live slot, or a slot is free for it (the base model needs none)."
+    a = self.adapters.get(seq.seq_id)
+    return a is None or a.uid in self.holders or len(self.holders) < self.max_loras
 
-    def _let_go(self, seq) -> None:
-        if getattr(seq, 'lora_slot', 0): self.lora.release(seq.lora); seq.lora_slot = 0
-    def _preempt(self, seq) -> None:
-        super()._preempt(seq); self._let_go(seq)
-    def finish(self, seq, reason: str) -> None:
-        super().finish(seq, reason); self._let_go(seq)
+@patch
+def admitted(self: LoRAManager, seq) -> None:
+    if (a := self.adapters.get(seq.seq_id)) is not None: self.slots[seq.seq_id] = self.acquire(a)
+
+@patch
+def preempted(self: LoRAManager, seq) -> None:
+    if self.slots.pop(seq.seq_id, None): self.release(self.adapters[seq.seq_id])
+
+@patch
+def finished(self: LoRAManager, seq) -> None:
+    self.preempted(seq); self.adapters.pop(seq.seq_id, None)
+
+@patch
+def step_scheduled(self: LoRAManager, out) -> None:
+    "The step's decodes, and its prompt chunks, each ordered by slot: an adapter, one run."
+    if not self.slots: return
+    d, slot = out.num_decodes, lambda pair: self.slots.get(pair[0].seq_id, 0)
+    for part in (slice(0, d), slice(d, len(out.seqs))):
+        pairs = sorted(zip(out.seqs[part], out.num_new[part]), key=slot)
+        out.seqs[part], out.num_new[part] = [p[0] for p in pairs], [p[1] for p in pairs]
 
 # %% ../nbs/14_lora.ipynb #4a7e74e9
-class LoRARunner:
-    "Mixed into the engine's runner: each step's tokens carry their sequence's slot."
-    def run(self, sched):
-        state = self.model.lora_state
-        state.ctx = lora_context([getattr(s, 'lora_slot', 0) for s in sched.seqs],
-                                 sched.num_new, self.device, state)
-        try: return super().run(sched)
-        finally: state.ctx = None
+@patch
+def before_forward(self: LoRAManager, sched, *_) -> None:
+    state = self.model.lora_state
+    state.ctx = lora_context([self.slots.get(s.seq_id, 0) for s in sched.seqs], sched.num_new,
+                             self.device, state)
 
-class LoRAPrefixCachingBlockManager(PrefixCachingBlockManager):
-    "Chapter 7's block manager, with the adapter in every block's identity."
-    def root_hash(self, seq) -> int | None:
-        a = getattr(seq, 'lora', None)
-        return None if a is None else hash(('lora', a.uid))
+@patch
+def after_forward(self: LoRAManager, sched) -> None: self.model.lora_state.ctx = None
+
+@patch
+def salt(self: LoRAManager, seq) -> int | None:
+    "What besides its tokens decides a sequence's K/V: its adapter."
+    a = self.adapters.get(seq.seq_id)
+    return None if a is None else hash(('lora', a.uid))
+
+@patch
+def add_lora(self: LoRAManager, lora_request: LoRARequest) -> bool:
+    "Read an adapter onto the host before its requests come (vLLM's `add_lora`)."
+    self.check_request(None, lora_request)
+    return True
+
+@patch
+def remove_lora(self: LoRAManager, lora_int_id: int) -> bool:
+    "Forget an adapter; its running requests finish with it. False if it was not loaded."
+    return self.remove(lora_int_id)
+
+@patch
+def list_loras(self: LoRAManager) -> set[int]: return set(self.host)
 
 # %% ../nbs/14_lora.ipynb #4208fd3c
+@engine_args('lora')
 @dataclass
-class LoRAEngineArgs(SpecDecodeEngineArgs):
-    "Every engine argument so far, plus LoRA adapters."
-    enable_lora: bool = False
-    max_loras: int = 1                 # adapters in one batch (slots)
-    max_lora_rank: int = 16            # the largest rank a slot holds
-    max_cpu_loras: int | None = None   # adapters kept on the host; default max_loras
-    lora_shape: str = 'segmented'      # or 'masked', 'gathered' (measured below)
+class LoRAArgs:
+    enable_lora: bool = arg(False, 'serve LoRA adapters beside the model')
+    max_loras: int = arg(1, 'adapters in one batch (slots)')
+    max_lora_rank: int = arg(16, 'the largest rank a slot holds')
+    max_cpu_loras: int | None = arg(None, 'adapters kept on the host; default: max_loras')
+    lora_shape: str = arg('segmented', 'how the deltas are computed', choices=SHAPES)
 
-    def validate(self) -> None:
-        super().validate()
-        self.check(isinstance(self.enable_lora, bool), 'enable_lora', 'must be True or False')
+    def __post_init__(self):
+        check_arg(self.enable_lora in (True, False), 'enable_lora', self.enable_lora,
+                  'must be True or False')
         for name in ('max_loras', 'max_lora_rank'):
-            self.check(is_pos_int(getattr(self, name)), name, 'must be a positive integer')
+            check_arg(is_pos_int(getattr(self, name)), name, getattr(self, name),
+                      'must be a positive integer')
         if self.max_cpu_loras is None: self.max_cpu_loras = self.max_loras
-        self.check(is_pos_int(self.max_cpu_loras) and self.max_cpu_loras >= self.max_loras,
-                   'max_cpu_loras', f'must be an integer >= max_loras ({self.max_loras})')
-        self.check(self.lora_shape in SHAPES, 'lora_shape', f"must be one of {', '.join(SHAPES)}")
+        check_arg(is_pos_int(self.max_cpu_loras) and self.max_cpu_loras >= self.max_loras,
+                  'max_cpu_loras', self.max_cpu_loras,
+                  f'must be an integer >= max_loras ({self.max_loras})')
+        check_arg(self.lora_shape in SHAPES, 'lora_shape', self.lora_shape,
+                  f"must be one of {', '.join(SHAPES)}")
 
-    def block_manager_class(self):
-        cls = super().block_manager_class()
-        lora_cache = self.enable_lora and cls is PrefixCachingBlockManager
-        return LoRAPrefixCachingBlockManager if lora_cache else cls
-
-    def make_model(self):
-        model, path = super().make_model()
+    def build_model(self, parts) -> None:
         if self.enable_lora:
-            enable_lora(model, self.max_loras, self.max_lora_rank, self.lora_shape)
-        return model, path
+            enable_lora(parts.model, self.max_loras, self.max_lora_rank, self.lora_shape)
 
-# %% ../nbs/14_lora.ipynb #f3d8d901
-class LoRAEngine:
-    "Mixed into an engine class: requests may name a LoRA adapter (`lora_request=`)."
-    args_class = LoRAEngineArgs
-    def __init__(self, model: str | None = None, **engine_args):
-        super().__init__(model, **engine_args)
-        self.lora = None
-        if not self.args.enable_lora: return
-        a = self.args
-        self.lora = LoRAManager(self.model, a.max_loras, a.max_lora_rank, a.max_cpu_loras)
-        for obj, mixin in ((self.scheduler, LoRAScheduler), (self.runner, LoRARunner)):
-            base = type(obj)
-            obj.__class__ = type(f'{mixin.__name__}{base.__name__}', (mixin, base), {})
-        self.scheduler.lora = self.lora
-
-    def adapter(self, lora_request: LoRARequest | None) -> LoRAAdapter | None:
-        "The adapter a request asks for; a ValueError if it cannot have it."
-        if lora_request is None: return None
-        if not isinstance(lora_request, LoRARequest):
-            raise ValueError(f"lora_request must be a LoRARequest, "
-                             f"got {type(lora_request).__name__}")
-        if self.lora is None:
-            raise ValueError("LoRA adapters are not enabled: "
-                             "start the engine with enable_lora=True")
-        return self.lora.get(lora_request)
-
-    def add_request(self, request_id: str, prompt, params=None, *args,
-                    lora_request: LoRARequest | None = None, **kwargs) -> None:
-        adapter = self.adapter(lora_request)
-        super().add_request(request_id, prompt, params, *args, **kwargs)
-        if adapter is not None:
-            for seq in self.requests[request_id].seqs: seq.lora = adapter
-
-    def add_lora(self, lora_request: LoRARequest) -> bool:
-        "Read an adapter onto the host before its requests come (vLLM's `add_lora`)."
-        return self.adapter(lora_request) is not None
-    def remove_lora(self, lora_int_id: int) -> bool:
-        "Forget an adapter; its running requests finish with it. False if it was not loaded."
-        return self.lora is not None and self.lora.remove(lora_int_id)
-    def list_loras(self) -> set[int]:
-        return set(self.lora.host) if self.lora else set()
+    def build_components(self, parts) -> None:
+        if not self.enable_lora: return
+        manager = LoRAManager(parts.model, self.max_loras, self.max_lora_rank,
+                              self.max_cpu_loras, load_config(parts.path))
+        parts.hooks.add(manager)
+        if isinstance(parts.cache.block_manager, PrefixCachingBlockManager):
+            parts.cache.block_manager.salt = manager.salt
 
 # %% ../nbs/14_lora.ipynb #304b1890
 @patch
-def stats(self: LoRAEngine) -> dict:
-    "The engine's counts, plus the slots, their loads and each adapter's requests."
-    s = super(LoRAEngine, self).stats()
-    if self.lora is None: return s
-    count = lambda seqs: dict(sorted(Counter(
-        q.lora.name for q in seqs if getattr(q, 'lora', None) is not None).items()))
-    return s | dict(max_loras=self.lora.max_loras, lora_slot_loads=self.lora.num_slot_loads,
-                    lora_requests_running=count(self.scheduler.running),
-                    lora_requests_waiting=count(self.scheduler.waiting))
-
-class LoRALLMEngine(LoRAEngine, StructuredOutputLLMEngine):
-    "The engine of chapters 5-13 with LoRA adapters."
-
-# %% ../nbs/14_lora.ipynb #9a678435
-class LoRALLM(StructuredOutputLLM):
-    engine_class = LoRALLMEngine
-
-    def generate(self, prompts, sampling_params=None, use_tqdm: bool = True,
-                 lora_request: LoRARequest | list | None = None, **request_args):
-        "Chapter 5's `generate`; `lora_request`: one adapter for all prompts, or one per prompt."
-        prompts = [prompts] if isinstance(prompts, (str, dict)) else list(prompts)
-        for r in per_prompt(lora_request, len(prompts), 'lora_requests'): self.engine.adapter(r)
-        return super().generate(prompts, sampling_params, use_tqdm,
-                                lora_request=lora_request, **request_args)
-
-# %% ../nbs/14_lora.ipynb #a932aa10
-def peft_greedy(base: str | Path, adapter: str | Path | None, prompts_ids: list[list[int]],
-                max_new_tokens: int) -> list[list[int]]:
-    "transformers + peft greedy `generate()` under `adapter` (None: the base), EOS ignored."
-    return hf_greedy(base, prompts_ids, max_new_tokens, ignore_eos=True,
-                     model=peft_model(base, adapter))
-
-# %% ../nbs/14_lora.ipynb #0a2e80c6
-from .loader import load_config
-from .server import APIError, bad_request
-from .tool_calls import ToolServerState
-
-class LoRAServerState(ToolServerState):
-    "Chapter 13a's server state, with LoRA adapters served as models, by name."
-    def __init__(self, *args, lora_modules: dict[str, str] | None = None, max_lora_rank: int = 16):
-        super().__init__(*args)
-        self.adapters: dict[str, LoRARequest] = {}
-        self.max_lora_rank, self.next_lora_id = max_lora_rank, 1
-        self.model_config = load_config(self.root)
-        for name, path in (lora_modules or {}).items(): self.add_adapter(name, path)
-
-    def add_adapter(self, name: str, path: str) -> LoRARequest:
-        "Check the adapter and serve it as `name`; a ValueError says why not."
-        if not name or name == self.model_name or name in self.adapters:
-            raise ValueError(f"the LoRA adapter name {name!r} is already in use" if name
-                             else "a LoRA adapter needs a name")
-        p = adapter_dir(path)
-        adapter_tensors(p, read_adapter_config(p), self.model_config, self.max_lora_rank)
-        self.adapters[name] = req = LoRARequest(name, self.next_lora_id, str(p))
-        self.next_lora_id += 1
-        return req
-
-    def check_model(self, model: str | None) -> str:
-        if model is None or model == self.model_name or model in self.adapters:
-            return model or self.model_name
-        names = ', '.join(f'`{n}`' for n in self.adapters) or 'none'
-        raise APIError(404, f"The model `{model}` does not exist. This server serves "
-                       f"`{self.model_name}` and its LoRA adapters: {names}.", 'NotFoundError',
-                       'model')
-
-    def request_args(self, model: str) -> dict:
-        if model in self.adapters: return {'lora_request': self.adapters[model]}
-        self.check_model(model)                                  # unloaded meanwhile: a 404
-        return {}
-
-    def model_cards(self) -> list[dict]:
-        base = super().model_cards()
-        return base + [base[0] | {'id': name, 'root': r.lora_path, 'parent': self.model_name}
-                       for name, r in self.adapters.items()]
-
-# %% ../nbs/14_lora.ipynb #03ff163b
-from fastapi import FastAPI
-from fastapi.responses import PlainTextResponse
-from pydantic import Field
-from .server import OpenAIModel
-
-class LoadLoRAAdapterRequest(OpenAIModel):
-    "The body of POST /v1/load_lora_adapter."
-    lora_name: str = Field(min_length=1)
-    lora_path: str = Field(min_length=1)
-
-class UnloadLoRAAdapterRequest(OpenAIModel):
-    "The body of POST /v1/unload_lora_adapter."
-    lora_name: str = Field(min_length=1)
-    lora_int_id: int | None = None
-
-def add_lora_routes(app: FastAPI, state: LoRAServerState) -> None:
-    "POST /v1/load_lora_adapter and /v1/unload_lora_adapter."
-    @app.post('/v1/load_lora_adapter', response_class=PlainTextResponse)
-    async def load_lora_adapter(body: LoadLoRAAdapterRequest):
-        try: state.add_adapter(body.lora_name, body.lora_path)
-        except ValueError as e: raise bad_request(str(e), 'lora_path') from None
-        return f"Success: LoRA adapter '{body.lora_name}' added successfully."
-
-    @app.post('/v1/unload_lora_adapter', response_class=PlainTextResponse)
-    async def unload_lora_adapter(body: UnloadLoRAAdapterRequest):
-        if state.adapters.pop(body.lora_name, None) is None:
-            raise APIError(404, f"The lora adapter '{body.lora_name}' cannot be found.",
-                           'NotFoundError', 'lora_name')
-        return f"Success: LoRA adapter '{body.lora_name}' removed successfully."
-
-# %% ../nbs/14_lora.ipynb #87fee8e0
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from .metrics import PREFIX
-
-class LoRACollector:
-    "Per-adapter gauges of running and waiting requests, read from `stats()` at scrape time."
-    def __init__(self, stats, model_name: str): self.stats, self.model_name = stats, model_name
-
-    def collect(self):
-        s, labels = self.stats(), ['model_name', 'lora_name']
-        if 'max_loras' not in s: return
-        for key, doc in (('lora_requests_running', 'Sequences running, per LoRA adapter.'),
-                         ('lora_requests_waiting', 'Sequences waiting, per LoRA adapter.')):
-            m = GaugeMetricFamily(PREFIX + key, doc, labels=labels)
-            for name, n in s[key].items(): m.add_metric([self.model_name, name], n)
-            yield m
-        m = GaugeMetricFamily(PREFIX + 'max_loras', 'LoRA slots (adapters in one batch).',
-                              labels=['model_name'])
-        m.add_metric([self.model_name], s['max_loras']); yield m
-        m = CounterMetricFamily(PREFIX + 'lora_slot_loads', 'Adapters copied into a slot.',
-                                labels=['model_name'])
-        m.add_metric([self.model_name], s['lora_slot_loads']); yield m
-
-# %% ../nbs/14_lora.ipynb #1b176ff3
-from functools import partial
-from . import server, tool_calls
-
-def build_app(engine, served_model_name: str, lora_modules: dict[str, str] | None = None,
-              max_lora_rank: int = 16, allow_runtime_lora_updating: bool = False,
-              **kwargs) -> FastAPI:
-    "Chapter 13a's application, serving `lora_modules` ({name: directory}) beside the model."
-    state = partial(LoRAServerState, lora_modules=lora_modules, max_lora_rank=max_lora_rank)
-    routes = tool_calls.ROUTES + ((add_lora_routes,) if allow_runtime_lora_updating else ())
-    app = server.build_app(engine, served_model_name, state_class=state, routes=routes, **kwargs)
-    app.state.metrics.registry.register(LoRACollector(engine.stats, served_model_name))
-    return app
-
-class LoRACoreEngine(LoRAEngine, StructuredOutputCoreEngine):
-    "Chapter 11's engine core with everything through this chapter."
-
-# %% ../nbs/14_lora.ipynb #d8812f42
-def stdlib_code(max_chars: int = 1_500_000) -> list[str]:
-    "The standard library's modules as code only (`ast.unparse`, docstrings dropped), by path."
-    import ast, sysconfig
-    from nanollmserve.training import SKIP_DIRS
-    lib, out, total = Path(sysconfig.get_paths()['stdlib']), [], 0
-    for p in sorted(lib.rglob('*.py')):
-        if SKIP_DIRS & set(p.relative_to(lib).parts) or total >= max_chars: continue
-        try: tree = ast.parse(p.read_text(encoding='utf-8'))
-        except (SyntaxError, UnicodeDecodeError, ValueError): continue
-        for node in ast.walk(tree):
-            body = getattr(node, 'body', None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                    and isinstance(getattr(body[0], 'value', None), ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
-        out.append(ast.unparse(tree)); total += len(out[-1])
-    return out
-
-def grammar_rules() -> list[str]:
-    "The grammar rules (`::=` blocks) of `help()`'s topics, which the demo model never saw."
-    from nanollmserve.training import pydoc_topics
-    return [b.strip('\n') for t in pydoc_topics().values() for b in re.split(r'\n\s*\n', t)
-            if '::=' in b]
-
-# %% ../nbs/14_lora.ipynb #e12e7de7
-def train_adapter(base: str | Path, texts: list[str], cfg, r: int = 16, lora_alpha: float = 32,
-                  seed: int = 0) -> tuple:
-    "Train a PEFT LoRA adapter of `base` on `texts`: (the PEFT model, the loss history)."
-    import warnings
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from nanollmserve.training import held_out, token_stream, train
-    tok = AutoTokenizer.from_pretrained(base)
-    stream = token_stream(tok, [t for t in texts if not held_out(t)])
-    held = token_stream(tok, [t for t in texts if held_out(t)] or texts[-1:])
-    torch.manual_seed(seed)
-    hf = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        model = get_peft_model(hf, LoraConfig(r=r, lora_alpha=lora_alpha, lora_dropout=0.0,
-                                              target_modules=list(TARGETS)))
-    return model, train(model, stream, held, cfg)
-
-def save_adapter(model, dest: str | Path, base_name: str) -> Path:
-    "PEFT's `save_pretrained`, naming the base by `base_name` (not this machine's path), no card."
-    model.save_pretrained(dest)
-    cfg_file = Path(dest) / 'adapter_config.json'
-    cfg = json.loads(cfg_file.read_text()); cfg['base_model_name_or_path'] = base_name
-    cfg_file.write_text(json.dumps(cfg, indent=2, sort_keys=True) + '\n')
-    (Path(dest) / 'README.md').unlink(missing_ok=True)
-    return Path(dest)
-
-# %% ../nbs/14_lora.ipynb #c67661e5
-def median_ms(fn, repeats: int = 50) -> float:
-    "Median wall time of `fn()` in milliseconds, after one warm-up call."
-    fn(); ts = []
-    for _ in range(repeats):
-        t = time.perf_counter(); fn(); ts.append(time.perf_counter() - t)
-    return statistics.median(ts) * 1e3
-
-@torch.inference_mode()
-def lora_shape_times(in_features: int, output_sizes: list[int], tokens: int, num_adapters: int,
-                     rank: int = 16, max_loras: int = 8, repeats: int = 50,
-                     shapes=('segmented', 'masked', 'gathered')) -> dict:
-    "Milliseconds of one projection: base alone, and with the deltas in each shape."
-    g = torch.Generator().manual_seed(0)
-    state = LoRAState(max_loras, rank)
-    layer = LoRALinear(Linear(in_features, output_sizes), state)
-    layer.base.weight.data = torch.randn(sum(output_sizes), in_features, generator=g)
-    k = len(output_sizes) * rank
-    for s in range(1, num_adapters + 1):
-        A = torch.randn(k, in_features, generator=g)
-        B = torch.randn(sum(output_sizes), k, generator=g)
-        layer.lora_a[s], layer.lora_bt[s], state.scales[s] = A, B.t(), 0.5
-        layer.widths[s], layer.a_rows[s], layer.bt_rows[s] = k, layer.lora_a[s], layer.lora_bt[s]
-    x = torch.randn(tokens, in_features, generator=g)
-    per = -(-tokens // num_adapters)
-    sizes = [min(per, tokens - i * per) for i in range(num_adapters)]
-    out = {'tokens': tokens, 'adapters': num_adapters,
-           'base ms': median_ms(lambda: layer(x), repeats)}
-    for shape in shapes:
-        state.shape = shape
-        state.ctx = lora_context(list(range(1, num_adapters + 1)), sizes, 'cpu', state)
-        out[f'{shape} ms'] = median_ms(lambda: layer(x), repeats)
-    state.ctx = None
-    for shape in shapes: out[f'{shape} / base'] = out[f'{shape} ms'] / out['base ms']
-    return out
-
-# %% ../nbs/14_lora.ipynb #8469a335
-def merge_adapter(base: str | Path, adapter: str | Path, dest: str | Path) -> Path:
-    "A checkpoint of `base` with `adapter` merged into its weights (PEFT's `merge_and_unload`)."
-    from transformers import AutoTokenizer
-    peft_model(base, adapter).merge_and_unload().save_pretrained(dest)
-    AutoTokenizer.from_pretrained(base).save_pretrained(dest)
-    return Path(dest)
-
-# %% ../nbs/14_lora.ipynb #0caf867c
-def compare_lora_throughput(base: str | Path, adapters: list[LoRARequest], workload,
-                            counts=(1, 2, 4, 8), repeats: int = 3, merged: str | Path | None = None,
-                            **engine_args) -> dict[str, list[float]]:
-    "Output tok/s of the base model, a merged adapter, and a LoRA engine mixing `counts` adapters."
-    from nanollmserve.cpu_kernel import compare_throughput, engine_runner, llm_runner
-    runners = {'base model': engine_runner(workload, str(base), llm_class=LoRALLM, **engine_args)}
-    if merged is not None:
-        runners['1 adapter, merged'] = engine_runner(workload, str(merged), llm_class=LoRALLM,
-                                                     **engine_args)
-    llm = LoRALLM(str(base), enable_lora=True, max_loras=max(counts),
-                  max_lora_rank=max(adapter_rank(a) for a in adapters), **engine_args)
-    n = len(workload.prompts)
-    for k in counts:
-        runners[f'{k} adapter{"s" * (k > 1)}, LoRA'] = llm_runner(
-            llm, workload, lora_request=[adapters[i % k] for i in range(n)])
-    return compare_throughput(runners, repeats)
-
-def adapter_rank(req: LoRARequest) -> int:
-    "An adapter's rank, from its configuration."
-    return read_adapter_config(Path(req.lora_path))['r']
-
-# %% ../nbs/14_lora.ipynb #3a11d8c3
-def lora_memory(llm: LoRALLM, req: LoRARequest) -> dict:
-    "Bytes of one adapter: its file, packed on the host, one slot of the engine, a merged model."
-    model = llm.engine.model
-    slot = sum(m.lora_a[1].numel() * m.lora_a.element_size() +
-               m.lora_bt[1].numel() * m.lora_bt.element_size() for m in lora_layers(model).values())
-    base = sum(p.numel() * p.element_size() for n, p in model.named_parameters())
-    return {'file': (Path(req.lora_path) / 'adapter_model.safetensors').stat().st_size,
-            'host (packed)': llm.engine.lora.get(req).nbytes, 'one slot': slot,
-            'merged copy of the model': base}
-
-# %% ../nbs/14_lora.ipynb #12a8c7fa
-def slot_bytes(cfg: ModelConfig, rank: int, dtype_bytes: int = 2) -> int:
-    "Bytes of one slot of rank `rank` beside every projection of a model of shape `cfg`."
-    return cfg.num_layers * dtype_bytes * sum(len(outs) * rank * (inp + sum(outs))
-                                              for inp, outs in projection_shapes(cfg).values())
-
-def weight_bytes(cfg: ModelConfig, dtype_bytes: int = 2) -> int:
-    "Bytes of a model's weights of shape `cfg`: projections, embeddings (and head), norms."
-    proj = sum(inp * sum(outs) for inp, outs in projection_shapes(cfg).values())
-    embed = cfg.vocab_size * cfg.hidden_size * (1 if cfg.tie_word_embeddings else 2)
-    return dtype_bytes * (cfg.num_layers * (proj + 2 * cfg.hidden_size) + embed + cfg.hidden_size)
+def stats(self: LoRAManager) -> dict:
+    "The slots, their loads, and each adapter's sequences running (in a slot) and waiting."
+    running = Counter(self.adapters[i].name for i in self.slots)
+    waiting = Counter(a.name for i, a in self.adapters.items() if i not in self.slots)
+    return dict(max_loras=self.max_loras, lora_slot_loads=self.num_slot_loads,
+                lora_requests_running=dict(sorted(running.items())),
+                lora_requests_waiting=dict(sorted(waiting.items())))

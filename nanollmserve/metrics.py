@@ -11,7 +11,7 @@ from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 # %% auto #0
-__all__ = ['PREFIX', 'TTFT_BUCKETS', 'ITL_BUCKETS', 'REQUEST_BUCKETS', 'EngineMetrics', 'EngineStateCollector']
+__all__ = ['PREFIX', 'TTFT_BUCKETS', 'ITL_BUCKETS', 'REQUEST_BUCKETS', 'EngineMetrics', 'EngineStateCollector', 'ServedMetrics']
 
 # %% ../nbs/10_metrics.ipynb #22318fa0
 PREFIX = 'nanollmserve:'
@@ -50,7 +50,8 @@ class EngineMetrics:
                                     REQUEST_BUCKETS)
         self.first_scheduled: dict[int, float] = {}   # seq_id -> when it was first scheduled
         self.last_token: dict[int, float] = {}        # seq_id -> when its latest token came
-        self.registry.register(EngineStateCollector(stats or engine.stats, model_name))
+        self.registry.register(EngineStateCollector(stats or engine.stats, model_name,
+                                                    engine.stat_docs))
         engine.stat_loggers.append(self)
 
     def render(self) -> bytes:
@@ -82,8 +83,8 @@ def on_finished(self: EngineMetrics, seq, now: float) -> None:
 # %% ../nbs/10_metrics.ipynb #dc453845
 class EngineStateCollector:
     "Gauges and running totals read from a `stats()` snapshot at scrape time."
-    extra_counters: dict[str, str] = {}   # later chapters' stats keys, with their help text
-    def __init__(self, stats, model_name: str): self.stats, self.model_name = stats, model_name
+    def __init__(self, stats, model_name: str, docs=dict):
+        self.stats, self.model_name, self.docs = stats, model_name, docs   # docs: its counters
 
     def collect(self):
         s = self.stats()
@@ -104,10 +105,21 @@ class EngineStateCollector:
                      'Prompt tokens found in the prefix cache.', s.get('prefix_cache_hits', 0))
         yield family(CounterMetricFamily, 'num_preemptions',
                      'Sequences preempted (to be recomputed later).', s['num_preemptions'])
-        for name, doc in self.extra_counters.items():     # a list: one count per position
+        for name, doc in self.docs().items():            # a list: one count per position
             if name not in s: continue
             if not isinstance(s[name], list): yield family(CounterMetricFamily, name, doc, s[name])
             else:
                 m = CounterMetricFamily(PREFIX + name, doc, labels=['model_name', 'position'])
                 for pos, v in enumerate(s[name]): m.add_metric([self.model_name, str(pos)], v)
                 yield m
+
+# %% ../nbs/10_metrics.ipynb #7f3a9c21
+class ServedMetrics:
+    "A server extension (chapter 9a): `GET /metrics`, the Prometheus exposition of the engine."
+    def routes(self, app, state) -> None:
+        from fastapi.responses import Response
+        metrics = app.state.metrics = EngineMetrics(state.engine, state.model_name,
+                                                    stats=state.engine.stats)
+        @app.get('/metrics')
+        async def prometheus_metrics():
+            return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)

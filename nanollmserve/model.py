@@ -17,7 +17,7 @@ from torch import nn
 # %% auto #0
 __all__ = ['SUPPORTED_ARCHITECTURES', 'SUPPORTED_ROPE_TYPES', 'MODEL_TYPES', 'LinearFactory', 'ModelConfig', 'RMSNorm', 'Linear',
            'rope_inv_freq', 'RotaryEmbedding', 'apply_rope', 'AttentionBackend', 'sdpa', 'causal_attention',
-           'CausalAttention', 'Attention', 'MLP', 'DecoderLayer', 'DecoderModel', 'CausalLM']
+           'CausalAttention', 'Attention', 'MLP', 'DecoderLayer', 'DecoderModel', 'ModelLayers', 'CausalLM']
 
 # %% ../nbs/01_model.ipynb #ce741df3
 SUPPORTED_ARCHITECTURES = ('Qwen3ForCausalLM', 'Qwen2ForCausalLM', 'LlamaForCausalLM',
@@ -124,15 +124,17 @@ class Linear(nn.Module):
     def __init__(self, in_features: int, output_sizes: list[int], bias: bool = False):
         super().__init__()
         self.output_sizes = list(output_sizes)
-        self.weight = nn.Parameter(torch.empty(sum(self.output_sizes), in_features))
+        self.in_features, self.out_features = in_features, sum(self.output_sizes)
+        self.weight = nn.Parameter(torch.empty(self.out_features, in_features))
         self.weight.weight_loader = self.weight_loader
         self.bias = None
         if bias:
             self.bias = nn.Parameter(torch.empty(sum(self.output_sizes)))
             self.bias.weight_loader = self.weight_loader
 
-    def weight_loader(self, param: nn.Parameter, loaded: torch.Tensor, shard: int | None = None):
-        "Copy `loaded` into `param`, or into the rows of stacked matrix number `shard`."
+    def weight_loader(self, param: nn.Parameter, loaded, shard: int | None = None):
+        "Copy `loaded` (a tensor, or a slice to read) into `param`, or into the rows of matrix `shard`."
+        loaded = loaded[:].to(param.dtype)
         if shard is None: target = param.data
         else:
             start = sum(self.output_sizes[:shard])
@@ -279,10 +281,11 @@ class MLP(nn.Module):
 
 class DecoderLayer(nn.Module):
     "Pre-norm residual block: attention, then MLP."
-    def __init__(self, cfg: ModelConfig, layer: int, linear: LinearFactory = Linear):
+    def __init__(self, cfg: ModelConfig, layer: int, linear: LinearFactory = Linear,
+                 attention: type = Attention):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.self_attn = Attention(cfg, layer, linear)
+        self.self_attn = attention(cfg, layer, linear)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg, linear)
 
@@ -293,11 +296,11 @@ class DecoderLayer(nn.Module):
 # %% ../nbs/01_model.ipynb #a3fca1f4
 class DecoderModel(nn.Module):
     "Embeddings, the stack of layers and the final norm (the checkpoint's `model.` prefix)."
-    def __init__(self, cfg: ModelConfig, linear: LinearFactory = Linear,
-                 embedding: Callable[[int, int], nn.Module] = nn.Embedding):
+    def __init__(self, cfg: ModelConfig, layers: ModelLayers):
         super().__init__()
-        self.embed_tokens = embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, i, linear) for i in range(cfg.num_layers))
+        self.embed_tokens = layers.embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, i, layers.linear, layers.attention)
+                                    for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.rope, cfg.max_position_embeddings)
 
@@ -307,15 +310,26 @@ class DecoderModel(nn.Module):
         for layer in self.layers: x = layer(x, cos, sin, attn)
         return self.norm(x)
 
+@dataclass
+class ModelLayers:
+    "How each kind of the model's parts is made; replace a field to change every part of that kind."
+    linear: LinearFactory = Linear                  # (in_features, output_sizes, bias) -> projection
+    embedding: Callable = nn.Embedding              # (vocab, hidden) -> token table
+    head: Callable | None = None                    # (hidden, vocab) -> untied head; None: a linear
+    attention: type = Attention                     # (cfg, layer, linear) -> attention block
+    decoder: type = DecoderModel                    # (cfg, layers) -> the decoder
+    share: Callable[[ModelConfig], ModelConfig] = lambda cfg: cfg   # what the layers here compute
+
+# %% ../nbs/01_model.ipynb #b7e1c0a2
 class CausalLM(nn.Module):
     "Decoder-only LM: `forward` gives hidden states, `compute_logits` makes logits of chosen ones."
-    def __init__(self, cfg: ModelConfig, linear: LinearFactory = Linear,
-                 embedding: Callable[[int, int], nn.Module] = nn.Embedding):
+    def __init__(self, cfg: ModelConfig, layers: ModelLayers | None = None):
         super().__init__()
-        self.config = cfg
-        self.model = DecoderModel(cfg, linear, embedding)
-        tied = cfg.tie_word_embeddings
-        self.lm_head = None if tied else linear(cfg.hidden_size, [cfg.vocab_size], False)
+        layers = layers or ModelLayers()
+        self.config = layers.share(cfg)
+        self.model = layers.decoder(self.config, layers)
+        head = layers.head or (lambda hidden, vocab: layers.linear(hidden, [vocab], False))
+        self.lm_head = None if cfg.tie_word_embeddings else head(cfg.hidden_size, cfg.vocab_size)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor,
                 attn: AttentionBackend | None = None) -> torch.Tensor:
@@ -324,5 +338,7 @@ class CausalLM(nn.Module):
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         "Logits (float32) for the hidden states we need: usually only each sequence's last token."
-        weight = self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(hidden, weight).float()
+        head = self.model.embed_tokens if self.lm_head is None else self.lm_head
+        if hasattr(head, 'logits'): return head.logits(hidden)     # a head that computes its own
+        if head is self.lm_head: return head(hidden).float()
+        return F.linear(hidden, head.weight).float()

@@ -5,22 +5,17 @@
 # %% ../nbs/07_prefix_caching.ipynb #761c8734
 from __future__ import annotations
 
-import random
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Callable
 
 from fastcore.basics import patch
 
-from .engine import LLM, LLMEngine
-from .fused_ops import FusedOpsEngineArgs
+from .engine import arg, arg_rule, check_arg, engine_args
 from .kv_cache import BlockManager
-from .replay import fresh_engine, replay, summarize, w1_workload
-from .sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['block_hash', 'PrefixCachingBlockManager', 'PrefixCachingEngineArgs', 'PrefixCachingLLMEngine', 'PrefixCachingLLM',
-           'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching']
+__all__ = ['block_hash', 'PrefixCachingBlockManager', 'PrefixCachingArgs', 'prefix_caching_needs_paged']
 
 # %% ../nbs/07_prefix_caching.ipynb #f3d69439
 def block_hash(parent: int | None, tokens: tuple[int, ...]) -> int:
@@ -29,8 +24,9 @@ def block_hash(parent: int | None, tokens: tuple[int, ...]) -> int:
 
 class PrefixCachingBlockManager(BlockManager):
     "A block manager whose full blocks are hashed, shared by reference count and evicted LRU."
-    def __init__(self, num_blocks: int, block_size: int):
+    def __init__(self, num_blocks: int, block_size: int, salt: Callable | None = None):
         super().__init__(num_blocks, block_size)
+        self.salt = salt       # seq -> what besides its tokens decides its K/V (None: nothing)
         # front: evicted first
         self.free_blocks = OrderedDict((b, None) for b in range(num_blocks))
         self.ref_counts = [0] * num_blocks
@@ -63,8 +59,8 @@ class PrefixCachingBlockManager(BlockManager):
         return hits
 
     def root_hash(self, seq) -> int | None:
-        "What a sequence's first block chains to: nothing (a later chapter adds what else counts)."
-        return None
+        "What a sequence's first block chains to: its salt, if the manager has one."
+        return None if self.salt is None else self.salt(seq)
 
 # %% ../nbs/07_prefix_caching.ipynb #1810c3e4
 @patch
@@ -105,8 +101,9 @@ def scheduled(self: PrefixCachingBlockManager, seq, num_new: int) -> None:
             self.cached[h], self.hashes[b], self.tokens[b] = b, h, toks
 
 @patch
-def append(self: PrefixCachingBlockManager, seq) -> None:
-    if seq.num_tokens > len(seq.block_table) * self.block_size: seq.block_table.append(self._take())
+def append(self: PrefixCachingBlockManager, seq, ahead: int = 0) -> None:
+    while seq.num_tokens + ahead > len(seq.block_table) * self.block_size:
+        seq.block_table.append(self._take())
 
 @patch
 def free(self: PrefixCachingBlockManager, seq) -> None:
@@ -127,73 +124,25 @@ def stats(self: PrefixCachingBlockManager) -> dict:
     return dict(prefix_cache_queries=self.num_queries, prefix_cache_hits=self.num_hits)
 
 # %% ../nbs/07_prefix_caching.ipynb #48c6a6df
+@engine_args('cache')
 @dataclass
-class PrefixCachingEngineArgs(FusedOpsEngineArgs):
-    "The paged engine's arguments (with chapter 6b's fused operations), plus prefix caching."
-    # share full blocks between sequences; default: on when paged
-    enable_prefix_caching: bool | None = None
+class PrefixCachingArgs:
+    enable_prefix_caching: bool | None = arg(None, "share the KV blocks of common prefixes; "
+                                                   "default: on with the paged cache")
+    def __post_init__(self):
+        check_arg(self.enable_prefix_caching in (None, True, False), 'enable_prefix_caching',
+                  self.enable_prefix_caching, 'must be True or False')
 
-    def validate(self) -> None:
-        super().validate()
-        if self.enable_prefix_caching is None: self.enable_prefix_caching = self.kv_cache == 'paged'
-        self.check(isinstance(self.enable_prefix_caching, bool), 'enable_prefix_caching',
-                   'must be True or False')
-        self.check(not (self.enable_prefix_caching and self.kv_cache == 'contiguous'),
-                   'enable_prefix_caching',
-                   "needs kv_cache='paged' (contiguous rows cannot be shared)")
+    def resolve(self, args) -> None:
+        if self.enable_prefix_caching is None:
+            self.enable_prefix_caching = args.kv_cache == 'paged'
 
-    def block_manager_class(self) -> type[BlockManager]:
-        if self.enable_prefix_caching: return PrefixCachingBlockManager
-        return super().block_manager_class()
+    def build_cache(self, parts) -> None:
+        if self.enable_prefix_caching:
+            c = parts.cache
+            c.block_manager = PrefixCachingBlockManager(c.num_blocks, c.block_size)
 
-class PrefixCachingLLMEngine(LLMEngine):
-    "The paged engine (fused operations included) with prefix caching."
-    args_class = PrefixCachingEngineArgs
-
-class PrefixCachingLLM(LLM):
-    engine_class = PrefixCachingLLMEngine
-
-# %% ../nbs/07_prefix_caching.ipynb #7a14b105
-def time_prefill(llm, prefix: list[int], suffixes: list[list[int]]) -> list[float]:
-    "Seconds to serve prefix+suffix with one output token, for each suffix in turn (a warm-up first)."
-    one = SamplingParams(temperature=0, max_tokens=1)
-    llm.generate([{'prompt_token_ids': [1, 2, 3]}], one, use_tqdm=False)
-    times = []
-    for s in suffixes:
-        start = time.perf_counter()
-        llm.generate([{'prompt_token_ids': prefix + s}], one, use_tqdm=False)
-        times.append(time.perf_counter() - start)
-    return times
-
-# %% ../nbs/07_prefix_caching.ipynb #f54e1bce
-def shared_prefix_workload(n: int, prefix_len: int, vocab: int, output_len: int, seed: int = 0,
-                           lo: int = 32, hi: int = 128) -> list[dict]:
-    "n requests at time 0: one shared random prefix, then a random suffix of lo-hi tokens each."
-    rng = random.Random(seed)
-    prefix = [rng.randrange(vocab) for _ in range(prefix_len)]
-    return [dict(kind='shared', arrival=0.0, max_tokens=output_len,
-                 prompt=prefix + [rng.randrange(vocab) for _ in range(rng.randint(lo, hi))])
-            for _ in range(n)]
-
-def compare_prefix_caching(model='nanollmserve-tiny-qwen3',
-                           num_requests: int = 64, prefix_len: int = 512,
-                           output_len: int = 64, w1_requests: int = 64, w1_repeats: int = 3,
-                           seed: int = 0, **engine_args) -> dict:
-    """The shared-prefix burst and W1, prefix caching off then on;
-    {'off'|'on': {'shared': ..., 'w1': [...]}}."""
-    results = {}
-    for on in (False, True):
-        engine = fresh_engine(PrefixCachingLLMEngine, model, enable_prefix_caching=on,
-                              **engine_args)
-        vocab, before = engine.model.config.vocab_size, engine.stats().get('prefix_cache_hits', 0)
-        work = shared_prefix_workload(num_requests, prefix_len, vocab, output_len, seed)
-        s = summarize(replay(engine, work))
-        prompt_tokens = sum(len(w['prompt']) for w in work)
-        hits = engine.stats().get('prefix_cache_hits', 0) - before
-        s.update(prompt_tokens=prompt_tokens, prompt_tokens_computed=prompt_tokens - hits,
-                 hit_rate=hits / prompt_tokens)
-        w1 = [summarize(replay(engine, w1_workload(w1_requests, vocab, seed + 1 + k)))
-              for k in range(w1_repeats)]
-        results['on' if on else 'off'] = dict(shared=s, w1=w1)
-        del engine
-    return results
+@arg_rule('enable_prefix_caching', 'kv_cache',
+          'prefix caching shares blocks: it needs the paged cache')
+def prefix_caching_needs_paged(args) -> bool:
+    return not (args.enable_prefix_caching and args.kv_cache == 'contiguous')

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import math
-import statistics
 import threading
-import time
+import dataclasses
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import torch
@@ -21,66 +19,25 @@ from fastcore.basics import patch
 from torch import nn
 
 from .cpu_kernel import EXP_SOURCE, build_library
+from .engine import arg, arg_rule, check_arg, engine_args
 from .kv_cache import (BlockManager, PagedAttention, PagedKVCache, bytes_per_block,
                                    default_num_kv_blocks)
-from .lora import LoRACoreEngine, LoRAEngineArgs, LoRALLM, LoRALLMEngine, median_ms
-from .model import CausalLM, causal_attention
+from .model import ModelLayers, causal_attention
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['MATMULS', 'INT4_GROUP_SIZES', 'QUANT_SOURCE', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'FP8_MAX', 'FP8_DECODE_SOURCE',
-           'ENGINE_QUANTIZATIONS', 'KV_CACHE_DTYPES', 'VARIANTS', 'decode_matmul_shapes', 'relative_error',
-           'chain_times', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet', 'torchao_int8',
-           'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4', 'qwen3_06b_config',
-           'chain_table', 'QuantKernels', 'load_library', 'load_quant_kernels', 'layer_format', 'QuantLinear',
-           'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'QuantizedCausalLM',
+__all__ = ['INT4_GROUP_SIZES', 'QUANT_SOURCE', 'INT4_LAYOUTS', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'FP8_MAX', 'FP8_DECODE_SOURCE',
+           'ENGINE_QUANTIZATIONS', 'KV_CACHE_DTYPES', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet',
+           'torchao_int8', 'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4', 'int4_codes_at',
+           'int4_layout', 'QuantKernels', 'load_library', 'load_quant_kernels', 'layer_format', 'QuantLinear',
+           'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'quantized_head', 'quantized_layers',
            'load_quantized_model', 'release_free_memory', 'check_quantization', 'quantization_report', 'model_bytes',
-           'checkpoint_scheme', 'unpack_codes', 'codes_to_format', 'PackedLinear', 'packed_factory',
+           'checkpoint_scheme', 'unpack_codes', 'codes_to_format', 'PackedLinear', 'packed_factory', 'packed_layers',
            'load_packed_model', 'compressed_checkpoint', 'quantize_fp8', 'dequantize_fp8', 'fp8_reference_decode',
-           'bind_fp8_decode', 'load_fp8_decode', 'on_fp8_copy', 'fp8_bytes_per_block', 'FP8PagedKVCache',
-           'FP8PagedAttention', 'FP8CausalAttention', 'QuantEngineArgs', 'QuantLLMEngine', 'QuantLLM',
-           'QuantCoreEngine', 'plain_greedy', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table',
-           'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth']
-
-# %% ../nbs/15_quantization.ipynb #b3b807d5
-def decode_matmul_shapes(cfg) -> list[tuple[int, int]]:
-    "(out, in) of every projection a decode step multiplies by, the LM head last."
-    q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
-    layer = [(q + 2 * kv, cfg.hidden_size), (cfg.hidden_size, q),
-             (2 * cfg.intermediate_size, cfg.hidden_size), (cfg.hidden_size, cfg.intermediate_size)]
-    return layer * cfg.num_layers + [(cfg.vocab_size, cfg.hidden_size)]
-
-def relative_error(y: torch.Tensor, ref: torch.Tensor) -> float:
-    "Largest difference over the largest magnitude of the reference."
-    return ((y.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-
-# %% ../nbs/15_quantization.ipynb #58a0f8c1
-def _bf16_call(kernel):
-    "Run `kernel` on bfloat16 activations, return float32 (the cast is part of what is timed)."
-    return lambda x: kernel(x.to(torch.bfloat16)).float()
-
-MATMULS = {
-    'float32': lambda w: partial(F.linear, weight=w),
-    'bfloat16': lambda w: _bf16_call(partial(F.linear, weight=w.to(torch.bfloat16))),
-    'int8pack, float32 act.': lambda w: partial(int8_mm, *quantize_int8(w)),
-    'int8pack': lambda w: _bf16_call(partial(int8_mm, *quantize_int8(w))),
-    **{f'int4pack g{g}': (lambda w, g=g: _bf16_call(
-        partial(int4_mm, *pack_int4(*quantize_int4(w, g)), g))) for g in (32, 64, 128)},
-}
-
-def chain_times(shapes: list[tuple[int, int]], kinds: list[str], batches=(1, 16),
-                repeats: int = 5, seed: int = 0) -> dict[str, dict[int, float]]:
-    "Median ms to multiply `m` rows through every matrix of `shapes` in turn, per kind and `m`."
-    g, out = torch.Generator().manual_seed(seed), {}
-    for kind in kinds:
-        mats = [(MATMULS[kind](torch.randn(o, i, generator=g) * 0.02), i) for o, i in shapes]
-        out[kind] = {}
-        for m in batches:
-            xs = {i: torch.randn(m, i, generator=g) for i in {i for _, i in shapes}}
-            out[kind][m] = median_ms(lambda: [mm(xs[i]) for mm, i in mats], repeats)
-        mats = None     # free this kind's weights before the next
-    return out
+           'bind_fp8_decode', 'load_fp8_decode', 'on_fp8_copy', 'fp8_bytes_per_block', 'fp8_num_blocks',
+           'FP8PagedKVCache', 'FP8PagedAttention', 'FP8CausalAttention', 'checkpoint_quantization', 'QuantizationArgs',
+           'quantization_on_cpu', 'KVCacheDtypeArgs', 'fp8_cache_is_paged', 'fp8_cache_on_cpu']
 
 # %% ../nbs/15_quantization.ipynb #fbccfc68
 def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -155,25 +112,6 @@ def torchao_int4(w: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.
     t = Int4OpaqueTensor.from_hp(w.to(torch.bfloat16), [1, group_size])
     return t.qdata, t.scale_and_zero
 
-# %% ../nbs/15_quantization.ipynb #f14a21c1
-from .default_model import QWEN3_06B                        # chapter 0a
-
-def qwen3_06b_config():
-    "Our ModelConfig of Qwen3-0.6B's shape."
-    from transformers import Qwen3Config
-    from nanollmserve.model import ModelConfig
-    d = Qwen3Config(**QWEN3_06B).to_dict() | {'architectures': ['Qwen3ForCausalLM']}
-    return ModelConfig.from_hf(d)
-
-def chain_table(times: dict[str, dict[int, float]], base: str = 'float32') -> str:
-    "The times as a table, with each kind's speed-up over `base`."
-    ms = list(next(iter(times.values())))
-    rows = [f"{'':26}" + ''.join(f"{f'batch {m}':>20}" for m in ms)]
-    for kind, t in times.items():
-        rows.append(f"{kind:26}" + ''.join(f"{t[m]:9.1f} ms {times[base][m] / t[m]:5.2f}x "
-                                           for m in ms))
-    return '\n'.join(rows)
-
 # %% ../nbs/15_quantization.ipynb #8bb0978f
 QUANT_SOURCE = r'''
 #include <stdint.h>
@@ -247,6 +185,29 @@ void int8_linear(const float *x, const int8_t *q, const float *scale, float *y, 
 }
 '''
 
+# %% ../nbs/15_quantization.ipynb #15layout1
+INT4_LAYOUTS = ((64, True), (32, True), (32, False), (64, False))   # (block rows, halves)
+
+def int4_codes_at(packed: torch.Tensor, N: int, K: int, block: int, halves: bool) -> torch.Tensor:
+    "The codes [N, K] read out of `packed` as blocks of `block` rows, halves or pairs per byte."
+    n, k = torch.arange(N)[:, None], torch.arange(K)[None]
+    full, half = N // block * block, block // 2
+    j, t = n % block, n - full
+    base = torch.where(n < full, n // block * K * half + (j % half if halves else j // 2),
+                       full * K // 2 + t // 2)
+    stride = torch.where(n < full, half, max((N - full) // 2, 1))
+    shift = torch.where(n < full, (j >= half if halves else j % 2) * 4, t % 2 * 4)
+    return (packed.flatten().long()[base + k * stride] >> shift) & 15
+
+@cache
+def int4_layout() -> tuple[int, bool]:
+    "The (block rows, halves) of PyTorch's int4 packing on this CPU, read off a packed probe."
+    q = torch.randint(0, 16, (208, 64), generator=torch.Generator().manual_seed(0))
+    packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32), 1)
+    for layout in INT4_LAYOUTS:
+        if torch.equal(int4_codes_at(packed, 208, 64, *layout), q): return layout
+    raise RuntimeError("PyTorch packs int4 codes in a layout the int4 dequantizer does not read")
+
 # %% ../nbs/15_quantization.ipynb #9743419f
 QUANT_SOURCE += r'''
 void int8_dequant(const int8_t *q, const float *scale, float *out, int N, int K, int nthreads) {
@@ -263,19 +224,20 @@ static inline float bf16_to_float(uint16_t b) {
     union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;
 }
 
-/* Blocks of 64 rows: [K][32] bytes, row j in the low nibble of byte j, row j + 32 in the high one;
-   the last N % 64 rows: [K][(N % 64) / 2] bytes, rows 2j and 2j + 1 in byte j. scales_and_zeros
-   bfloat16 [K/g][N][2]; w = (q - 8) s + z. */
+/* Blocks of `block` rows: [K][block/2] bytes, row j in the low nibble of byte j and row
+   j + block/2 in the high one (halves), or rows 2j and 2j + 1 in byte j (pairs); the last
+   N % block rows: [K][(N % block) / 2] bytes of pairs. scales_and_zeros bfloat16 [K/g][N][2];
+   w = (q - 8) s + z. */
 void int4_dequant(const uint8_t *packed, const uint16_t *sz, float *out, int N, int K, int g,
-                  int nthreads) {
-    const int full = N / 64 * 64, rest = N - full;
+                  int block, int halves, int nthreads) {
+    const int full = N / block * block, rest = N - full, half = block / 2;
     #pragma omp parallel for schedule(static) num_threads(nthreads)
     for (int n = 0; n < N; n++) {
         const uint8_t *col; int64_t stride; int shift;
         if (n < full) {
-            const int j = n % 64;
-            col = packed + (int64_t)(n / 64) * K * 32 + j % 32;
-            stride = 32; shift = j >= 32 ? 4 : 0;
+            const int j = n % block;
+            col = packed + (int64_t)(n / block) * K * half + (halves ? j % half : j / 2);
+            stride = half; shift = (halves ? j >= half : j % 2) * 4;
         } else {
             const int t = n - full;
             col = packed + (int64_t)full * K / 2 + t / 2; stride = rest / 2; shift = (t % 2) * 4;
@@ -304,7 +266,7 @@ class QuantKernels:
         lib, P, I = ctypes.CDLL(str(lib_path)), ctypes.c_void_p, ctypes.c_int
         self._mm, self._deq8, self._deq4 = lib.int8_linear, lib.int8_dequant, lib.int4_dequant
         for f, args in [(self._mm, [P] * 4 + [I] * 4), (self._deq8, [P] * 3 + [I] * 3),
-                        (self._deq4, [P] * 3 + [I] * 4)]:
+                        (self._deq4, [P] * 3 + [I] * 6)]:
             f.argtypes, f.restype = args, None
 
     def int8_linear(self, x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -334,7 +296,7 @@ def _int4_dequant(self: QuantKernels, packed, scales_and_zeros, group_size: int,
     _check('packed', packed, torch.uint8, (N, K // 2)); _check('out', out, torch.float32, (N, K))
     _check('scales_and_zeros', scales_and_zeros, torch.bfloat16, (K // group_size, N, 2))
     self._deq4(packed.data_ptr(), scales_and_zeros.data_ptr(), out.data_ptr(), N, K, group_size,
-               torch.get_num_threads())
+               *int4_layout(), torch.get_num_threads())
     return out
 
 QuantKernels.int8_dequant, QuantKernels.int4_dequant = _int8_dequant, _int4_dequant
@@ -354,27 +316,6 @@ def load_library(source: str, name: str, bind, fallback: str, required: bool = F
 def load_quant_kernels(required: bool = False) -> QuantKernels | None:
     "The int8 matmul and the dequantizers; None if they cannot be built, unless `required`."
     return load_library(QUANT_SOURCE, 'quant', QuantKernels, "PyTorch's", required)
-
-# %% ../nbs/15_quantization.ipynb #53b00802
-def _ours(make):
-    "A MATMULS entry that calls this chapter's library."
-    return lambda w: make(load_quant_kernels(required=True), w)
-
-def _dequantized(kern, fmt: str, w: torch.Tensor):
-    "Dequantize into a buffer of the weight's size, then a float32 matmul (the prefill path)."
-    out, g = torch.empty(w.shape), 32
-    if fmt == 'int8':
-        q, s = quantize_int8(w)
-        return lambda x: F.linear(x, kern.int8_dequant(q, s, out))
-    packed, sz = pack_int4(*quantize_int4(w, g))
-    return lambda x: F.linear(x, kern.int4_dequant(packed, sz, g, out))
-
-MATMULS |= {
-    'int8 (ours)': _ours(lambda k, w: partial(lambda q, s, x: k.int8_linear(x, q, s),
-                                              *quantize_int8(w))),
-    'int8, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int8', w)),
-    'int4 g32, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int4', w)),
-}
 
 # %% ../nbs/15_quantization.ipynb #48f7453f
 DEQUANTIZE_ROWS = 96    # from this many rows, dequantize + float32 matmul (the sweep above)
@@ -417,6 +358,7 @@ class QuantLinear(nn.Module):
 def _weight_loader(self: QuantLinear, param: nn.Parameter, loaded: torch.Tensor,
                    shard: int | None = None) -> None:
     "Copy a checkpoint tensor (or shard) in; quantize the weight once every shard has come."
+    loaded = loaded[:].to(param.dtype)                  # a safetensors slice is read here
     rows = (slice(None) if shard is None else
             slice(sum(self.output_sizes[:shard]), sum(self.output_sizes[:shard + 1])))
     is_bias = param.dim() == 1
@@ -497,6 +439,7 @@ class Int8Embedding(nn.Module):
 
     @torch.no_grad()
     def weight_loader(self, param, loaded: torch.Tensor, shard=None) -> None:
+        loaded = loaded[:].to(param.dtype)              # a safetensors slice is read here
         if tuple(loaded.shape) != self.shape:
             raise ValueError(f"checkpoint tensor of shape {tuple(loaded.shape)} "
                              f"does not fit {self.shape}")
@@ -520,26 +463,28 @@ def quantized_embedding(num_embeddings: int, embedding_dim: int) -> nn.Module:
     if embedding_dim % 16: return nn.Embedding(num_embeddings, embedding_dim)
     return Int8Embedding(num_embeddings, embedding_dim)
 
+def quantized_head(hidden_size: int, vocab_size: int) -> nn.Module:
+    "Chapter 1's seam for an untied LM head: a second table, int8 rows as the token table's."
+    return quantized_embedding(vocab_size, hidden_size)
+
 # %% ../nbs/15_quantization.ipynb #48704ed3
 QUANTIZATIONS = ('int8', 'int4')
 
-class QuantizedCausalLM(CausalLM):
-    "A CausalLM whose projections, token table and LM head were quantized as they loaded."
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        if self.lm_head is not None: return self.lm_head(hidden).float()
-        emb = self.model.embed_tokens
-        if isinstance(emb, Int8Embedding): return emb.logits(hidden)
-        return F.linear(hidden, emb.weight).float()
+def quantized_layers(quantization: str = 'int8', group_size: int = 128,
+                     layers: ModelLayers | None = None) -> ModelLayers:
+    "Chapter 1's layer factories (or `layers`), projections and tables quantized as they load."
+    return dataclasses.replace(layers or ModelLayers(), embedding=quantized_embedding,
+                               head=quantized_head,
+                               linear=partial(QuantLinear, quantization=quantization,
+                                              group_size=group_size))
 
 def load_quantized_model(model: str | Path | None = None, quantization: str = 'int8',
                          group_size: int = 128, dtype='auto', device='cpu'):
     "Chapter 1a's `load_model`, every projection and the token table quantized as they load."
     from nanollmserve.loader import load_model
     check_quantization(quantization, group_size, device)
-    net, path = load_model(model, dtype=dtype, device=device, embedding=quantized_embedding,
-                           linear=partial(QuantLinear, quantization=quantization,
-                                          group_size=group_size))
-    net.__class__ = QuantizedCausalLM
+    net, path = load_model(model, dtype=dtype, device=device,
+                           layers=quantized_layers(quantization, group_size))
     release_free_memory()
     return net, path
 
@@ -649,6 +594,7 @@ class PackedLinear(QuantLinear):
 @torch.no_grad()
 def _packed_loader(self: PackedLinear, name: str, param, loaded: torch.Tensor, shard=None) -> None:
     "Stage one checkpoint tensor (or shard of it); unpack once all three have come whole."
+    loaded = loaded[:].to(param.dtype)                  # a safetensors slice is read here
     lo = 0 if shard is None else sum(self.output_sizes[:shard])
     n = self.out_features if shard is None else self.output_sizes[shard]
     want = [n, self.in_features] if name == 'weight_shape' else [n, param.shape[1]]
@@ -686,16 +632,22 @@ def packed_factory(scheme: tuple, vocab_size: int):
         return PackedLinear(in_features, output_sizes, bias, scheme)
     return make
 
-def load_packed_model(model: str | Path, dtype='auto', device='cpu'):
-    "A compressed-tensors checkpoint as our quantized model."
-    from nanollmserve.loader import load_config, load_model, resolve_model_path
-    path = resolve_model_path(model)
+def packed_layers(path, layers: ModelLayers | None = None) -> ModelLayers:
+    "Chapter 1's layer factories (or `layers`) that read the compressed-tensors checkpoint `path`."
+    from nanollmserve.loader import load_config
     scheme = checkpoint_scheme(path)
     if scheme is None: raise ValueError(f"{path} is not a quantized checkpoint")
+    return dataclasses.replace(layers or ModelLayers(),
+                               linear=packed_factory(scheme, load_config(path).vocab_size))
+
+def load_packed_model(model: str | Path, dtype='auto', device='cpu'):
+    "A compressed-tensors checkpoint as our quantized model."
+    from nanollmserve.loader import load_model, resolve_model_path
+    path = resolve_model_path(model)
+    layers = packed_layers(path)
+    scheme = checkpoint_scheme(path)
     check_quantization(scheme[0], scheme[1] or 128, device)
-    net, path = load_model(path, dtype=dtype, device=device,
-                           linear=packed_factory(scheme, load_config(path).vocab_size))
-    net.__class__ = QuantizedCausalLM
+    net, path = load_model(path, dtype=dtype, device=device, layers=layers)
     release_free_memory()
     return net, path
 
@@ -709,7 +661,7 @@ def compressed_checkpoint(src: str | Path, dst: str | Path, bits: int = 4,
     from compressed_tensors.quantization.utils import calculate_qparams
     from transformers import AutoModelForCausalLM, AutoTokenizer
     import contextlib, io
-    from nanollmserve.fused_ops import quiet_stderr
+    from nanollmserve.lab.measure import quiet_stderr
     args = QuantizationArgs(num_bits=bits, type='int', symmetric=True, group_size=group_size,
                             strategy='group' if group_size else 'channel')
     scheme = QuantizationScheme(targets=['Linear'], weights=args)
@@ -870,26 +822,24 @@ def fp8_bytes_per_block(cfg, block_size: int) -> int:
     "Bytes of one fp8 KV block across all layers: codes and scales of K and V."
     return 2 * cfg.num_layers * block_size * cfg.num_kv_heads * (cfg.head_dim + 4)
 
+def fp8_num_blocks(model, block_size: int, max_num_seqs: int, max_model_len: int) -> int:
+    "As many blocks as the float cache's memory (chapter 6's rule) holds in 8 bits."
+    usable = max_num_seqs * -(-max_model_len // block_size)
+    budget = (default_num_kv_blocks(model, block_size, max_num_seqs, max_model_len) *
+              bytes_per_block(model, block_size))
+    return max(1, min(usable, budget // fp8_bytes_per_block(model.config, block_size)))
+
 class FP8PagedKVCache(PagedKVCache):
     "Chapter 6's paged cache holding K and V as float8 e4m3 codes with a scale per vector."
-    def __init__(self, model, block_size: int = 16, num_blocks: int | None = None,
-                 max_num_seqs: int = 256, max_model_len: int | None = None,
-                 attention_backend: str = 'auto', block_manager_class=BlockManager):
+    def __init__(self, model, num_blocks: int, block_manager: BlockManager,
+                 decode_fn=fp8_reference_decode):
         cfg, p = model.config, next(model.parameters())
-        max_model_len = max_model_len or cfg.max_model_len
-        if num_blocks is None:      # as many blocks as the float cache's memory holds in 8 bits
-            usable = max_num_seqs * -(-max_model_len // block_size)
-            budget = (default_num_kv_blocks(model, block_size, max_num_seqs, max_model_len) *
-                      bytes_per_block(model, block_size))
-            num_blocks = max(1, min(usable, budget // fp8_bytes_per_block(cfg, block_size)))
-        shape, n = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim), cfg.num_layers
+        shape = (num_blocks, block_manager.block_size, cfg.num_kv_heads, cfg.head_dim)
+        n = cfg.num_layers
         self.k, self.v = ([torch.zeros(shape, dtype=torch.uint8) for _ in range(n)] for _ in 'kv')
         self.k_scale, self.v_scale = ([torch.zeros(shape[:3]) for _ in range(n)] for _ in 'kv')
-        self.block_manager = block_manager_class(num_blocks, block_size)
-        self.num_blocks, self.block_size, self.device = num_blocks, block_size, p.device
-        kernel = attention_backend != 'torch' and p.dtype == torch.float32
-        self.decode_fn = (load_fp8_decode(required=attention_backend == 'cpu-kernel') if kernel
-                          else None) or fp8_reference_decode
+        self.block_manager, self.decode_fn = block_manager, decode_fn
+        self.num_blocks, self.block_size, self.device = num_blocks, block_manager.block_size, p.device
 
     def attention(self, seqs, num_new, num_decodes):
         return FP8PagedAttention(self, seqs, num_new, num_decodes)
@@ -926,180 +876,91 @@ class FP8CausalAttention:
 ENGINE_QUANTIZATIONS = (*QUANTIZATIONS, 'compressed-tensors')
 KV_CACHE_DTYPES = ('auto', 'fp8', 'fp8_e4m3')
 
-@dataclass
-class QuantEngineArgs(LoRAEngineArgs):
-    "Every engine argument so far, plus weight quantization."
-    quantization: str | None = None       # 'int8', 'int4' (as they load), 'compressed-tensors'
-    quantization_group_size: int = 128    # int4's columns per scale: 32, 64 or 128
-    kv_cache_dtype: str = 'auto'          # 'fp8' (e4m3, a scale per vector): a quarter of the bytes
+def checkpoint_quantization(model: str | None) -> str | None:
+    "'compressed-tensors' for a local checkpoint quantized so, else None (nothing is downloaded)."
+    from nanollmserve.default_model import MODEL_NAMES
+    from nanollmserve.loader import resolve_model_path
+    local = model is None or str(model) in MODEL_NAMES or Path(str(model)).expanduser().is_dir()
+    try: quantized = local and checkpoint_scheme(resolve_model_path(model)) is not None
+    except (OSError, ValueError): quantized = False        # the loader will say what is wrong
+    return 'compressed-tensors' if quantized else None
 
-    def validate(self) -> None:
-        super().validate()
-        self.check(self.kv_cache_dtype in KV_CACHE_DTYPES, 'kv_cache_dtype',
-                   f"supported: {', '.join(KV_CACHE_DTYPES)}")
-        if self.kv_cache_dtype != 'auto':
-            self.check(self.kv_cache == 'paged', 'kv_cache', "the fp8 cache is a paged one")
-            self.check(not self.spec, 'speculative_config',
-                       'speculative decoding with the fp8 KV cache is not supported')
-            self.check(self.device.split(':')[0] == 'cpu', 'device', "the fp8 cache is CPU-only")
-        if self.quantization is None: return
-        self.check(self.quantization in ENGINE_QUANTIZATIONS, 'quantization',
-                   f"supported: {', '.join(ENGINE_QUANTIZATIONS)}")
-        self.check(self.quantization_group_size in INT4_GROUP_SIZES, 'quantization_group_size',
-                   f"supported: {', '.join(map(str, INT4_GROUP_SIZES))}")
-        self.check(self.device.split(':')[0] == 'cpu', 'device',
-                   f"quantization {self.quantization!r} runs PyTorch's CPU kernels")
-        self.check(not self.enable_lora, 'enable_lora',
-                   'LoRA adapters on quantized weights are not supported')
+@engine_args('quantization')
+@dataclass
+class QuantizationArgs:
+    quantization: str | None = arg(None, 'weights quantized as they load (int8, int4); a '
+                                         'compressed-tensors checkpoint is recognized without it',
+                                   choices=ENGINE_QUANTIZATIONS)
+    quantization_group_size: int = arg(128, "int4's columns per scale and zero point",
+                                       choices=INT4_GROUP_SIZES)
+    def __post_init__(self):
+        check_arg(self.quantization in (None, *ENGINE_QUANTIZATIONS), 'quantization',
+                  self.quantization, f"supported: {', '.join(ENGINE_QUANTIZATIONS)}")
+        check_arg(self.quantization_group_size in INT4_GROUP_SIZES, 'quantization_group_size',
+                  self.quantization_group_size,
+                  f"supported: {', '.join(map(str, INT4_GROUP_SIZES))}")
+
+    def device_wish(self, args) -> str | None:
+        quantized = self.quantization or checkpoint_quantization(args.model)
+        return 'cpu' if quantized else None
 
 # %% ../nbs/15_quantization.ipynb #104ce074
 @patch
-def load_args(self: QuantEngineArgs) -> dict:
-    from nanollmserve.loader import load_config, resolve_model_path
-    path = resolve_model_path(self.model)
-    scheme = checkpoint_scheme(path)
-    if scheme is not None:
-        self.check(self.quantization in (None, 'compressed-tensors'), 'quantization',
-                   f"{path} is already quantized (compressed-tensors); leave it unset")
-        self.check(not self.enable_lora, 'enable_lora',
-                   'LoRA adapters on quantized weights are not supported')
-        self.check(torch.device(self.device).type == 'cpu', 'device',
-                   f"{path} is quantized (compressed-tensors): its kernels run on the CPU")
-        return dict(linear=packed_factory(scheme, load_config(path).vocab_size))
-    self.check(self.quantization != 'compressed-tensors', 'quantization',
-               f"{path} is not a compressed-tensors checkpoint")
-    if self.quantization is None: return super(QuantEngineArgs, self).load_args()
-    return dict(embedding=quantized_embedding,
-                linear=partial(QuantLinear, quantization=self.quantization,
-                               group_size=self.quantization_group_size))
+def build_plan(self: QuantizationArgs, parts) -> None:
+    from nanollmserve.loader import resolve_model_path
+    args = parts.args
+    path = resolve_model_path(args.model)
+    if checkpoint_scheme(path) is not None:
+        check_arg(self.quantization in (None, 'compressed-tensors'), 'quantization',
+                  self.quantization, f"{path} is already quantized (compressed-tensors); "
+                                     "leave it unset")
+        check_arg(torch.device(args.device).type == 'cpu', 'device', args.device,
+                  f"{path} is quantized (compressed-tensors): its kernels run on the CPU")
+        parts.layers = packed_layers(path, parts.layers)
+        return
+    check_arg(self.quantization != 'compressed-tensors', 'quantization', self.quantization,
+              f"{path} is not a compressed-tensors checkpoint")
+    if self.quantization is not None:
+        parts.layers = quantized_layers(self.quantization, self.quantization_group_size,
+                                        parts.layers)
 
 @patch
-def make_kv_cache(self: QuantEngineArgs, model, max_model_len: int):
-    if self.kv_cache_dtype == 'auto':
-        return super(QuantEngineArgs, self).make_kv_cache(model, max_model_len)
-    return FP8PagedKVCache(model, self.block_size, self.num_kv_blocks, self.max_num_seqs,
-                           max_model_len, self.attention_backend, self.block_manager_class())
+def build_model(self: QuantizationArgs, parts) -> None:
+    if any(isinstance(m, QuantLinear) for m in parts.model.modules()): release_free_memory()
 
-@patch
-def make_model(self: QuantEngineArgs):
-    model, path = super(QuantEngineArgs, self).make_model()
-    if any(isinstance(m, QuantLinear) for m in model.modules()):
-        model.__class__ = QuantizedCausalLM
-        release_free_memory()
-    return model, path
+@arg_rule('quantization', 'device', "the quantized weights run PyTorch's CPU kernels")
+def quantization_on_cpu(args) -> bool:
+    return args.quantization is None or args.device.split(':')[0] == 'cpu'
 
-class QuantLLMEngine(LoRALLMEngine):
-    "The engine of chapters 5-14 with quantized weights."
-    args_class = QuantEngineArgs
+# %% ../nbs/15_quantization.ipynb #2c7d19e0
+@engine_args('cache')
+@dataclass
+class KVCacheDtypeArgs:
+    kv_cache_dtype: str = arg('auto', "fp8: the KV cache in float8 e4m3, a scale per vector",
+                              choices=KV_CACHE_DTYPES)
+    def __post_init__(self):
+        check_arg(self.kv_cache_dtype in KV_CACHE_DTYPES, 'kv_cache_dtype', self.kv_cache_dtype,
+                  f"supported: {', '.join(KV_CACHE_DTYPES)}")
 
-class QuantLLM(LoRALLM):
-    engine_class = QuantLLMEngine
+    def device_wish(self, args) -> str | None:
+        return 'cpu' if self.kv_cache_dtype != 'auto' else None
 
-class QuantCoreEngine(LoRACoreEngine):
-    "Chapter 11's engine core with everything through this chapter."
-    args_class = QuantEngineArgs
+    def build_plan(self, parts) -> None:
+        if self.kv_cache_dtype != 'auto': parts.make_cache = self.make_cache
 
-# %% ../nbs/15_quantization.ipynb #069fc1da
-@torch.no_grad()
-def plain_greedy(model, prompt_ids: list[int], max_tokens: int, attn=None) -> list[int]:
-    "Greedy tokens with no KV cache: the whole sequence through the model for every new token."
-    ids = list(prompt_ids)
-    for _ in range(max_tokens):
-        x = torch.tensor(ids)
-        ids.append(int(model.compute_logits(model(x, torch.arange(len(ids)), attn)[-1:]).argmax()))
-    return ids[len(prompt_ids):]
+    def make_cache(self, parts) -> FP8PagedKVCache:
+        args, model = parts.args, parts.model
+        n = args.num_kv_blocks or fp8_num_blocks(model, args.block_size, args.max_num_seqs,
+                                                 parts.max_model_len)
+        kernel = args.attention_backend != 'torch' and next(model.parameters()).dtype == torch.float32
+        decode = load_fp8_decode(required=args.attention_backend == 'cpu-kernel') if kernel else None
+        return FP8PagedKVCache(model, n, BlockManager(n, args.block_size),
+                               decode or fp8_reference_decode)
 
-# %% ../nbs/15_quantization.ipynb #71ce3618
-def held_out_windows(tokenizer, seq_len: int = 512) -> torch.Tensor:
-    "The demo corpus' held-out documents as token windows [n, seq_len] (appendix 95's split)."
-    from nanollmserve.training import demo_corpus, token_stream
-    stream = token_stream(tokenizer, demo_corpus().held)
-    n = len(stream) // seq_len
-    return stream[:n * seq_len].view(n, seq_len)
+@arg_rule('kv_cache_dtype', 'kv_cache', 'the fp8 cache is a paged one')
+def fp8_cache_is_paged(args) -> bool:
+    return args.kv_cache_dtype == 'auto' or args.kv_cache == 'paged'
 
-@torch.no_grad()
-def score_windows(model, windows: torch.Tensor, attn=None) -> tuple[float, torch.Tensor]:
-    "Perplexity of `model` (with attention backend `attn`) on the windows, and its top-1 tokens."
-    nll, top1 = [], []
-    for x in windows:
-        logits = model.compute_logits(model(x, torch.arange(len(x)), attn))
-        nll.append(F.cross_entropy(logits[:-1].float(), x[1:], reduction='none'))
-        top1.append(logits[:-1].argmax(-1))
-    return math.exp(torch.cat(nll).mean().item()), torch.cat(top1)
-
-# %% ../nbs/15_quantization.ipynb #0093701f
-def weight_variants(model, group_sizes=INT4_GROUP_SIZES) -> dict:
-    "(loader, attention backend) of `model` per variant: float32, bfloat16, int8, int4, fp8 KV."
-    from nanollmserve.loader import load_model
-    fp32, int8 = (lambda: load_model(model, dtype='float32')[0],
-                  lambda: load_quantized_model(model, 'int8')[0])
-    bf16 = lambda: load_model(model, dtype='bfloat16')[0]
-    out = {'float32': (fp32, None), 'bfloat16': (bf16, None), 'int8': (int8, None)}
-    for g in group_sizes:
-        out[f'int4 g{g}'] = (lambda g=g: load_quantized_model(model, 'int4', g)[0], None)
-    out['float32, fp8 KV'] = (fp32, FP8CausalAttention())
-    out['int8, fp8 KV'] = (int8, FP8CausalAttention())
-    return out
-
-def quality_table(model, windows: torch.Tensor) -> list[dict]:
-    "Perplexity, agreement with float32's top-1 and weight bytes of each variant."
-    rows, base = [], None
-    for name, (load, attn) in weight_variants(model).items():
-        net = load()
-        ppl, top1 = score_windows(net, windows, attn)
-        base = top1 if base is None else base
-        rows.append(dict(variant=name, perplexity=round(ppl, 3),
-                         top1_agreement=round((top1 == base).float().mean().item(), 4),
-                         MiB=round(model_bytes(net) / 2**20, 2),
-                         formats=quantization_report(net) or '-'))
-    return rows
-
-# %% ../nbs/15_quantization.ipynb #0c54a90e
-VARIANTS = {'float32': {}, 'bfloat16': dict(dtype='bfloat16'), 'int8': dict(quantization='int8'),
-            **{f'int4 g{g}': dict(quantization='int4', quantization_group_size=g)
-               for g in INT4_GROUP_SIZES},
-            'float32, fp8 KV': dict(kv_cache_dtype='fp8'),
-            'int4 g128, fp8 KV': dict(quantization='int4', kv_cache_dtype='fp8')}
-
-def proc_memory_mib() -> dict[str, float]:
-    "This process' resident memory now and at its peak, in MiB (Linux /proc)."
-    status = dict(l.split(':', 1) for l in Path('/proc/self/status').read_text().splitlines())
-    return {k: int(status[k].split()[0]) / 1024 for k in ('VmRSS', 'VmHWM')}
-
-def decode_tpot(engine, batch: int, prompt_len: int = 16, steps: int = 24) -> float:
-    "Median ms of a decode step with `batch` sequences running (after their prefill)."
-    from nanollmserve.cpu_kernel import greedy_params
-    for i in range(batch):
-        ids = [(31 * i + 7 * j) % 1000 + 3 for j in range(prompt_len)]
-        engine.add_request(f'tpot-{batch}-{i}', {'prompt_token_ids': ids}, greedy_params(steps + 2))
-    engine.step()
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter(); engine.step(); times.append(time.perf_counter() - t)
-    while engine.has_unfinished_requests(): engine.step()
-    return statistics.median(times) * 1e3
-
-# %% ../nbs/15_quantization.ipynb #93427747
-def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2) -> dict:
-    "Weight bytes, resident memory and decode TPOT of `model` stored as `variant` (this process)."
-    torch.set_num_threads(threads)
-    engine = QuantLLMEngine(str(model), max_model_len=256, num_kv_blocks=64, block_size=16,
-                            **VARIANTS[variant])
-    out = dict(variant=variant, weight_MiB=model_bytes(engine.model) / 2**20)
-    for b in batches: out[f'tpot_ms_b{b}'] = decode_tpot(engine, b)
-    mem = proc_memory_mib()      # after the runs: the scratch buffer and the work are in
-    return out | dict(rss_MiB=mem['VmRSS'], peak_MiB=mem['VmHWM'])
-
-def footprint_in_process(model: str | Path, variant: str, **kw) -> dict:
-    "`footprint` in a fresh Python process (so that memory is the variant's alone)."
-    import json, subprocess, sys
-    code = ("import json, sys; from nanollmserve.quantization import footprint; "
-            f"print(json.dumps(footprint({str(model)!r}, {variant!r}, **{kw!r})))")
-    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
-    return json.loads(run.stdout.strip().splitlines()[-1])
-
-# %% ../nbs/15_quantization.ipynb #a0de249e
-def read_bandwidth(gib: float = 1.0, repeats: int = 5) -> float:
-    "Memory read bandwidth in GB/s: summing a `gib`-GiB float32 tensor."
-    x = torch.ones(int(gib * 2**30 / 4))
-    return x.numel() * 4 / median_ms(lambda: x.sum(), repeats) / 1e6
+@arg_rule('kv_cache_dtype', 'device', 'the fp8 cache and its kernel are the CPU\'s')
+def fp8_cache_on_cpu(args) -> bool:
+    return args.kv_cache_dtype == 'auto' or args.device.split(':')[0] == 'cpu'

@@ -18,7 +18,7 @@ from .generate import IncrementalDetokenizer
 from .sampling import SamplingParams, make_generator
 
 # %% auto #0
-__all__ = ['SequenceStatus', 'Sequence', 'KVCacheManager', 'SchedulerOutput', 'Scheduler']
+__all__ = ['SequenceStatus', 'Sequence', 'KVCacheManager', 'Hooks', 'SchedulerOutput', 'Scheduler']
 
 # %% ../nbs/05_scheduler.ipynb #bd7f6007
 class SequenceStatus(enum.Enum):
@@ -44,6 +44,7 @@ class Sequence:
         self.generator = make_generator(seed, device)
         self.status, self.finish_reason = SequenceStatus.WAITING, None
         self.block_table: list[int] = []      # where its K/V live: cache blocks (or its one row)
+        self.draft_token_ids: list[int] = []  # this step: tokens guessed past the newest, to check
         self.text = ''                        # its text: streamed, or decoded when it finishes
         self.logprobs: list[dict[int, float]] | None = [] if params.logprobs is not None else None
         self.arrival_time = time.monotonic()  # monotonic clock times, as in chapter 3's TTFT
@@ -73,12 +74,29 @@ class KVCacheManager(Protocol):
     def blocks_needed(self, num_tokens: int) -> int: ...
     def can_allocate(self, seq: Sequence) -> bool: ...
     def allocate(self, seq: Sequence) -> None: ...
-    def can_append(self, seq: Sequence) -> bool: ...
-    def append(self, seq: Sequence) -> None: ...
+    def can_append(self, seq: Sequence, ahead: int = 0) -> bool: ...
+    def append(self, seq: Sequence, ahead: int = 0) -> None: ...
     def free(self, seq: Sequence) -> None: ...
     def attention(self, seqs: list[Sequence], num_new: list[int], num_decodes: int): ...
     def scheduled(self, seq: Sequence, num_new: int) -> None: ...
     def stats(self) -> dict: ...
+
+# %% ../nbs/05_scheduler.ipynb #6a0b2c3d
+class Hooks:
+    "The engine's components, called by event: each answers the events it defines, in order."
+    def __init__(self, components=()):
+        self.components, self._calls = list(components), {}
+
+    def add(self, component) -> None:
+        self.components.append(component); self._calls.clear()
+
+    def __call__(self, event: str, *args) -> list:
+        "Call `event(*args)` on every component that defines it; their answers."
+        calls = self._calls.get(event)
+        if calls is None:
+            calls = self._calls[event] = [getattr(c, event) for c in self.components
+                                          if hasattr(c, event)]
+        return [call(*args) for call in calls]
 
 # %% ../nbs/05_scheduler.ipynb #a194920e
 @dataclass
@@ -94,9 +112,12 @@ class SchedulerOutput:
 
 class Scheduler:
     "Waiting and running queues; each step: decode the running, then admit the waiting that fit."
-    def __init__(self, cache: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int):
+    def __init__(self, cache: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int,
+                 hooks: Hooks | None = None):
         self.cache, self.max_num_seqs = cache, max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
+        self.hooks = hooks if hooks is not None else Hooks()
+        self.drafter = None                   # proposes tokens past a decode's newest (below)
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.watermark = int(0.01 * cache.num_blocks)
@@ -105,11 +126,17 @@ class Scheduler:
     def add(self, seq: Sequence) -> None: self.waiting.append(seq)
     def has_unfinished(self) -> bool: return bool(self.waiting or self.running)
 
+    @classmethod
+    def least_budget(cls, max_model_len: int) -> int:
+        "The smallest token budget with which every prompt can be scheduled: a whole prompt."
+        return max_model_len
+
     def schedule(self) -> SchedulerOutput:
         "Decide one step: every running sequence decodes, then waiting ones are admitted."
         out = SchedulerOutput()
         self._schedule_decodes(out)
         self._admit(out, self.max_num_batched_tokens - out.num_tokens)
+        self.hooks('step_scheduled', out)
         return out
 
     def _add(self, out: SchedulerOutput, seq: Sequence, n: int) -> None:
@@ -131,6 +158,7 @@ def _schedule_decodes(self: Scheduler, out: SchedulerOutput) -> None:
         else:
             self.cache.append(seq); self._add(out, seq, 1)
     out.num_decodes = len(out.seqs)
+    if self.drafter is not None: self._schedule_drafts(out)
 
 @patch
 def _preempt(self: Scheduler, seq: Sequence) -> None:
@@ -140,6 +168,7 @@ def _preempt(self: Scheduler, seq: Sequence) -> None:
     seq.num_computed_tokens, seq.status = 0, SequenceStatus.WAITING
     self.waiting.appendleft(seq)
     self.num_preemptions += 1
+    self.hooks('preempted', seq)
 
 # %% ../nbs/05_scheduler.ipynb #83364495
 @patch
@@ -151,8 +180,11 @@ def prompt_tokens(self: Scheduler, seq: Sequence, budget: int) -> int:
 @patch
 def _admit(self: Scheduler, out: SchedulerOutput, budget: int) -> None:
     "Admit waiting sequences in order while the sequence cap, the budget and the cache allow."
+    held = []                                 # sequences a component holds back, in order
     while self.waiting and len(self.running) < self.max_num_seqs and budget > 0:
         seq = self.waiting[0]
+        if not all(self.hooks('can_admit', seq)):
+            held.append(self.waiting.popleft()); continue
         reserve = self.watermark if self.running else 0
         need = self.cache.blocks_needed(seq.num_tokens)
         if not self.prompt_tokens(seq, budget) or not self.cache.can_allocate(seq) \
@@ -160,8 +192,10 @@ def _admit(self: Scheduler, out: SchedulerOutput, budget: int) -> None:
         self.cache.allocate(seq)
         self.waiting.popleft(); self.running.append(seq)
         seq.status = SequenceStatus.RUNNING
+        self.hooks('admitted', seq)
         n = self.prompt_tokens(seq, budget)
         self._add(out, seq, n); budget -= n
+    self.waiting.extendleft(reversed(held))
 
 @patch
 def finish(self: Scheduler, seq: Sequence, reason: str) -> None:
@@ -170,3 +204,22 @@ def finish(self: Scheduler, seq: Sequence, reason: str) -> None:
     elif seq in self.waiting: self.waiting.remove(seq)
     self.cache.free(seq)
     seq.status, seq.finish_reason = SequenceStatus.FINISHED, reason
+    self.hooks('finished', seq)
+
+# %% ../nbs/05_scheduler.ipynb #c06b7c8d
+@patch
+def _schedule_drafts(self: Scheduler, out: SchedulerOutput) -> None:
+    "Ask the drafter for tokens past each decode's newest; feed those that fit the step and the cache."
+    budget, caps = self.max_num_batched_tokens - out.num_tokens, []
+    decodes = out.seqs[:out.num_decodes]
+    for seq in decodes:
+        seq.draft_token_ids = []
+        cap = min(self.drafter.max_drafts(seq), seq.max_tokens - seq.num_output_tokens - 1, budget)
+        if not all(self.hooks('allows_drafts', seq)): cap = 0
+        caps.append(max(0, cap)); budget -= caps[-1]
+    for i, (seq, drafts) in enumerate(zip(decodes, self.drafter.propose(decodes, caps))):
+        n = 0
+        while n < min(len(drafts), caps[i]) and self.cache.can_append(seq, n + 1):
+            n += 1; self.cache.append(seq, n)
+        seq.draft_token_ids = list(drafts[:n])
+        out.num_new[i] += n

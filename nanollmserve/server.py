@@ -6,9 +6,7 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import json
-import math
 import time
 import uuid
 from contextlib import asynccontextmanager
@@ -28,21 +26,7 @@ from .async_engine import AsyncLLMEngine, EngineDeadError
 from .sampling import SamplingParams, SamplingParamsError
 
 # %% auto #0
-__all__ = ['INT64', 'Text', 'Int64', 'Count', 'TokenId', 'UNSUPPORTED', 'REFUSED', 'PROMPT_SHAPES', 'Prompt', 'TEXT_PARTS',
-           'MAX_BODY_SIZE', 'ERROR_TYPES', 'ERRORS', 'STREAMED', 'ROUTES', 'EDGE_INTS', 'EDGE_BODIES', 'APIError',
-           'bad_request', 'error_response', 'valid_unicode', 'OpenAIModel', 'one_of', 'path_of', 'brief',
-           'validation_error', 'SamplingRequest', 'StreamOptions', 'GenerationRequest', 'nonempty', 'engine_prompts',
-           'TextPart', 'ChatMessage', 'chat_prompt', 'render_chat', 'Generation', 'collect', 'token_str',
-           'completion_logprobs', 'chat_logprobs', 'sse', 'event_stream', 'APIKeyMiddleware', 'BodyGuard', 'http_error',
-           'ErrorInfo', 'ErrorResponse', 'ServerState', 'base_app', 'add_info_routes', 'add_metrics_route',
-           'TokenizeRequest', 'TokenizeResponse', 'DetokenizeRequest', 'DetokenizeResponse', 'add_token_routes',
-           'CompletionRequest', 'CompletionHandler', 'Usage', 'CompletionLogprobs', 'CompletionChoice', 'Envelope',
-           'CompletionResponse', 'add_completion_routes', 'ChatRequest', 'ChatHandler', 'TopLogprob', 'TokenLogprob',
-           'ChatLogprobs', 'AssistantMessage', 'ChatChoice', 'ChatCompletionResponse', 'ChatDelta', 'ChatChunkChoice',
-           'ChatCompletionChunk', 'add_chat_routes', 'InputMessage', 'ResponsesRequest', 'ResponsesHandler',
-           'OutputText', 'OutputMessage', 'ResponseUsage', 'ResponseObject', 'add_responses_routes', 'build_app',
-           'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema',
-           'fuzz_server', 'overload', 'rss_mib']
+__all__ = ['INT64', 'Text', 'Int64', 'Count', 'TokenId', 'UNSUPPORTED', 'REFUSED', 'PROMPT_SHAPES', 'Prompt', 'TEXT_PARTS', 'MAX_BODY_SIZE', 'ERROR_TYPES', 'ERRORS', 'STREAMED', 'ROUTES', 'APIError', 'bad_request', 'error_response', 'valid_unicode', 'OpenAIModel', 'one_of', 'path_of', 'brief', 'validation_error', 'SamplingRequest', 'StreamOptions', 'GenerationRequest', 'nonempty', 'engine_prompts', 'TextPart', 'ChatMessage', 'chat_prompt', 'render_chat', 'Generation', 'collect', 'token_str', 'completion_logprobs', 'chat_logprobs', 'sse', 'event_stream', 'APIKeyMiddleware', 'BodyGuard', 'http_error', 'ErrorInfo', 'ErrorResponse', 'ServerState', 'base_app', 'add_info_routes', 'TokenizeRequest', 'TokenizeResponse', 'DetokenizeRequest', 'DetokenizeResponse', 'add_token_routes', 'CompletionRequest', 'CompletionHandler', 'Usage', 'CompletionLogprobs', 'CompletionChoice', 'Envelope', 'CompletionResponse', 'add_completion_routes', 'ChatRequest', 'ChatHandler', 'TopLogprob', 'TokenLogprob', 'ChatLogprobs', 'AssistantMessage', 'ChatChoice', 'ChatCompletionResponse', 'ChatDelta', 'ChatChunkChoice', 'ChatCompletionChunk', 'add_chat_routes', 'InputMessage', 'ResponsesRequest', 'ResponsesHandler', 'OutputText', 'OutputMessage', 'ResponseUsage', 'ResponseObject', 'add_responses_routes', 'build_app', 'request_constraint', 'with_constraint', 'ServedConstraints', 'ServedAdapters', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes', 'LoRACollector']
 
 # %% ../nbs/09a_server.ipynb #14325770
 class APIError(Exception):
@@ -460,19 +444,27 @@ ERRORS = {status: {'model': ErrorResponse, 'description': what} for status, what
 class ServerState:
     "What the handlers share: the engine, the model's fixed facts, the served name and the limits."
     def __init__(self, engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
-                 max_waiting: int | None = None):
+                 max_waiting: int | None = None, extensions=()):
         self.engine, self.model_name = engine, served_model_name
         self.api_key, self.max_waiting = api_key, max_waiting
         self.tokenizer, self.root = engine.tokenizer, engine.model_path
         self.max_model_len, self.vocab_size = engine.max_model_len, engine.vocab_size
         self.created = int(time.time())
+        self.extensions = list(extensions)
+        for attach in self.ask('attach'): attach(self)
+
+    def ask(self, member: str) -> list:
+        "The extensions' `member`s (methods or values), for those that have one."
+        return [getattr(x, member) for x in self.extensions if hasattr(x, member)]
 
     def check_model(self, model: str | None) -> str:
         "The name answers carry: the request's model (a 404 if not served), or the served name."
-        if model is not None and model != self.model_name:
-            message = f"The model `{model}` does not exist. This server serves `{self.model_name}`."
-            raise APIError(404, message, 'NotFoundError', 'model')
-        return self.model_name
+        if model is None or model == self.model_name: return self.model_name
+        if any(serves(model) for serves in self.ask('serves')): return model
+        notes = ''.join(note() for note in self.ask('models_note'))
+        message = (f"The model `{model}` does not exist. This server serves "
+                   f"`{self.model_name}`{notes}.")
+        raise APIError(404, message, 'NotFoundError', 'model')
 
     def check_capacity(self) -> None:
         if self.max_waiting is None: return
@@ -481,25 +473,37 @@ class ServerState:
             raise APIError(503, f"the server is busy: {waiting} requests are already waiting",
                            'ServiceUnavailableError')
 
-    def check_request(self, req) -> None:
-        "400 for request fields this server does not do (a later chapter's server does more)."
-        req.check_supported()
-    def sampling_params(self, req, max_tokens: int | None, logprobs: int | None = None):
-        "The engine's `SamplingParams` for a generation request."
-        return req.sampling_params(max_tokens, logprobs)
-
 # %% ../nbs/09a_server.ipynb #276c3afe
 @patch
+def check_request(self: ServerState, req) -> None:
+    "400 for a bad value of a field an extension serves, or for a field nothing here serves."
+    for check in self.ask('check_request'): check(req)
+    served = {f for fields in self.ask('request_fields') for f in fields(req)}
+    served &= set(type(req).model_fields)
+    if served: req = req.model_copy(update={f: None for f in served})
+    req.check_supported()
+
+@patch
+def sampling_params(self: ServerState, req, max_tokens: int | None, logprobs: int | None = None):
+    "The engine's `SamplingParams` for a generation request, as the extensions change them."
+    params = req.sampling_params(max_tokens, logprobs)
+    for change in self.ask('sampling_params'): params = change(req, params)
+    return params
+
+@patch
 def model_cards(self: ServerState) -> list[dict]:
-    "What /v1/models lists: the served model."
-    return [{'id': self.model_name, 'object': 'model', 'created': self.created,
-             'owned_by': 'nanollmserve', 'root': self.root, 'parent': None,
-             'max_model_len': self.max_model_len}]
+    "What /v1/models lists: the served model, and what the extensions serve beside it."
+    card = {'id': self.model_name, 'object': 'model', 'created': self.created,
+            'owned_by': 'nanollmserve', 'root': self.root, 'parent': None,
+            'max_model_len': self.max_model_len}
+    return [card] + [c for more in self.ask('model_cards') for c in more(card)]
 
 @patch
 def request_args(self: ServerState, model: str) -> dict:
-    "What the engine is told about the requested `model` besides the prompt (nothing yet)."
-    return {}
+    "What the engine is told about the requested `model` besides the prompt."
+    out = {}
+    for args in self.ask('request_args'): out |= args(model)
+    return out
 
 @patch
 async def generation(self: ServerState, prompts: list, params: SamplingParams,
@@ -513,7 +517,7 @@ async def generation(self: ServerState, prompts: list, params: SamplingParams,
 # %% ../nbs/09a_server.ipynb #9c5bca8a
 def base_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
              max_waiting: int | None = None, max_body_size: int = MAX_BODY_SIZE,
-             state_class: type[ServerState] = ServerState) -> FastAPI:
+             extensions=()) -> FastAPI:
     "The application before its routes: the engine's lifespan, shared state, errors, guards."
     @asynccontextmanager
     async def lifespan(app):
@@ -523,7 +527,7 @@ def base_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None
 
     app = FastAPI(title='nanollmserve', version=__version__, lifespan=lifespan,
                   description="vLLM's OpenAI-compatible API, served by the engine of this book.")
-    app.state.server = state_class(engine, served_model_name, api_key, max_waiting)
+    app.state.server = ServerState(engine, served_model_name, api_key, max_waiting, extensions)
 
     @app.exception_handler(APIError)
     async def _api_error(request, e: APIError): return error_response(e)
@@ -552,17 +556,6 @@ def add_info_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get('/v1/models')
     async def models(): return {'object': 'list', 'data': state.model_cards()}
-
-# %% ../nbs/09a_server.ipynb #33474f32
-def add_metrics_route(app: FastAPI, state: ServerState) -> None:
-    "GET /metrics: the Prometheus exposition of chapter 10."
-    from nanollmserve.metrics import CONTENT_TYPE_LATEST, EngineMetrics   # chapter 10
-    metrics = EngineMetrics(state.engine, state.model_name, stats=state.engine.stats)
-    app.state.metrics = metrics
-
-    @app.get('/metrics')
-    async def prometheus_metrics():
-        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 # %% ../nbs/09a_server.ipynb #afdefcce
 class TokenizeRequest(OpenAIModel):
@@ -989,188 +982,154 @@ def add_responses_routes(app: FastAPI, state: ServerState) -> None:
         return h.result(gen, await collect(gen, request))
 
 # %% ../nbs/09a_server.ipynb #10147388
-ROUTES = (add_info_routes, add_metrics_route, add_token_routes, add_completion_routes,
-          add_chat_routes, add_responses_routes)
+ROUTES = (add_info_routes, add_token_routes, add_completion_routes, add_chat_routes,
+          add_responses_routes)
 
 def build_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None = None,
               max_waiting: int | None = None, max_body_size: int = MAX_BODY_SIZE,
-              state_class: type[ServerState] = ServerState, routes: tuple = ROUTES) -> FastAPI:
-    "The FastAPI application serving `engine` under `served_model_name`."
-    app = base_app(engine, served_model_name, api_key, max_waiting, max_body_size, state_class)
-    for add in routes: add(app, app.state.server)
+              extensions=()) -> FastAPI:
+    "The FastAPI application serving `engine` under `served_model_name`, with `extensions`."
+    app = base_app(engine, served_model_name, api_key, max_waiting, max_body_size, extensions)
+    state = app.state.server
+    replaced = {old: new for swaps in state.ask('replaces') for old, new in swaps.items()}
+    for add in ROUTES: replaced.get(add, add)(app, state)
+    for add in state.ask('routes'): add(app, state)
     return app
 
-# %% ../nbs/09a_server.ipynb #e9f57bda
-EDGE_INTS = (0, -1, 1, 2**31, 2**63 - 1, 2**63, 2**64, -2**63 - 1, 10**30)
+# %% ../nbs/13_structured_output.ipynb #db5ddb7f
+import dataclasses
+from . import structured_output as so_
+from .structured_output import StructuredOutputsParams
 
-def json_values():
-    "Hypothesis' strategy for any JSON value: huge integers, NaN, lone surrogates, nesting."
-    from hypothesis import strategies as st
-    text = st.text(st.characters() | st.characters(categories=['Cs']), max_size=12)
-    leaves = (st.none() | st.booleans() | st.integers() | st.sampled_from(EDGE_INTS) | st.floats()
-              | st.sampled_from([math.nan, math.inf, -math.inf]) | text)
-    return st.recursive(leaves, lambda inner: st.lists(inner, max_size=3)
-                        | st.dictionaries(text, inner, max_size=3), max_leaves=6)
+def request_constraint(req) -> StructuredOutputsParams | None:
+    "The output constraint of a request: vLLM's `structured_outputs`, with `response_format`'s."
+    from nanollmserve.server import bad_request
+    fmt, so = req.response_format or {}, dict(req.structured_outputs or {})
+    if (text_format := (getattr(req, 'text', None) or {}).get('format')):   # the Responses API's
+        fmt = {'type': text_format.get('type'), 'json_schema': text_format}  # flat json_schema
+    kind, field = fmt.get('type'), 'response_format' if fmt else 'structured_outputs'
+    unknown = sorted(set(so) - {f.name for f in dataclasses.fields(StructuredOutputsParams)})
+    if unknown: raise bad_request(f"structured_outputs has unknown fields {unknown}",
+                                  'structured_outputs')
+    if kind == 'json_object': so['json_object'] = True        # as vLLM: options of the extra
+    elif kind == 'json_schema':                                # field apply to response_format
+        schema = (fmt.get('json_schema') or {}).get('schema')
+        if not isinstance(schema, dict):
+            raise bad_request("response_format.json_schema.schema must be a JSON schema", field)
+        so['json'] = schema
+    elif kind not in (None, 'text'):
+        raise bad_request("response_format must be {'type': 'text'}, {'type': 'json_object'} "
+                          "or {'type': 'json_schema', 'json_schema': {'name', 'schema'}}", field)
+    if not so: return None
+    try:
+        so = StructuredOutputsParams(**so)
+        so_.grammar_of(so)                             # a bad constraint: 400 here
+        return so
+    except so_.sampling.SamplingParamsError as e: raise bad_request(str(e), field) from None
 
-def schema_values(schema: dict, spec: dict):
-    "Values that fit an OpenAPI schema, small ones (so that many requests reach the engine)."
-    from hypothesis import strategies as st
-    while '$ref' in schema: schema = spec['components']['schemas'][schema['$ref'].split('/')[-1]]
-    if 'anyOf' in schema: return st.one_of([schema_values(s, spec) for s in schema['anyOf']])
-    if 'enum' in schema: return st.sampled_from(schema['enum'])
-    if 'const' in schema: return st.just(schema['const'])
-    kind, lo, hi = schema.get('type'), schema.get('minimum'), schema.get('maximum')
-    if kind == 'integer':
-        lo = -3 if lo is None else lo
-        return st.integers(lo, lo + 40 if hi is None else min(hi, lo + 40))
-    if kind == 'number':
-        low = schema.get('exclusiveMinimum', -3.0 if lo is None else lo)
-        return st.floats(low, 3.0 if hi is None else hi,
-                         exclude_min='exclusiveMinimum' in schema)
-    if kind == 'array':
-        return st.lists(schema_values(schema.get('items', {}), spec),
-                        min_size=schema.get('minItems', 0), max_size=3)
-    if kind == 'object' and 'properties' in schema: return object_values(schema, spec)
-    simple = {'string': st.text(max_size=16), 'boolean': st.booleans(), 'null': st.none()}
-    return simple[kind] if kind in simple else json_values()
+# %% ../nbs/13_structured_output.ipynb #8b9d6e69
+def with_constraint(params, so: StructuredOutputsParams):
+    "Chapter 2's `params` as chapter 13's `SamplingParams`, with the constraint `so`."
+    kw = {f.name: getattr(params, f.name) for f in dataclasses.fields(so_.sampling.SamplingParams)}
+    return so_.SamplingParams(**kw, structured_outputs=so)
 
-# %% ../nbs/09a_server.ipynb #948003b6
-def object_values(schema: dict, spec: dict):
-    "Objects of the schema: its required fields and up to four others, now and then ill-typed."
-    from hypothesis import strategies as st
-    props = schema['properties']
+class ServedConstraints:
+    "A server extension: output constraints from `response_format` and `structured_outputs`."
+    def request_fields(self, req) -> tuple: return ('response_format', 'structured_outputs', 'text')
+    def sampling_params(self, req, params):
+        so = request_constraint(req)                   # a bad constraint: a 400 here
+        return params if so is None else with_constraint(params, so)
 
-    @st.composite
-    def objects(draw):
-        picked = draw(st.lists(st.sampled_from(sorted(props)), max_size=4, unique=True))
-        body = {}
-        for name in dict.fromkeys([*schema.get('required', []), *picked]):
-            wild = draw(st.integers(0, 7)) == 7         # not 0: Hypothesis favours 0
-            body[name] = draw(json_values() if wild else schema_values(props[name], spec))
-        if draw(st.booleans()): body[draw(st.text(max_size=8))] = draw(json_values())
-        return body
-    return objects()
+# %% ../nbs/14_lora.ipynb #0a2e80c6
+from .loader import load_config
+from .lora import LoRARequest, adapter_dir, adapter_tensors, read_adapter_config
 
-def body_bytes(schema: dict, spec: dict):
-    "Request bodies as sent: mostly JSON objects of the schema, else bytes that are not one."
-    from hypothesis import strategies as st
-    dump = lambda v: json.dumps(v).encode()          # NaN and lone surrogates as JSON writes them
-    good = object_values(schema, spec).map(dump)
-    cut = good.flatmap(lambda b: st.integers(0, len(b) - 1).map(lambda i: b[:i]))
-    other = [cut, json_values().map(dump), st.binary(max_size=40)]
-    return st.integers(0, 19).flatmap(lambda k: good if k < 17 else other[k - 17])   # 85% good
+class ServedAdapters:
+    "A server extension: LoRA adapters served as models, by name."
+    def __init__(self, lora_modules: dict[str, str] | None = None, max_lora_rank: int = 16,
+                 allow_runtime_lora_updating: bool = False):
+        self.modules, self.max_lora_rank = dict(lora_modules or {}), max_lora_rank
+        self.updating, self.adapters, self.next_lora_id = allow_runtime_lora_updating, {}, 1
+        self.model_name = self.model_config = None
 
-# %% ../nbs/09a_server.ipynb #04079f49
-EDGE_BODIES = {
-    'invalid UTF-8': b'{"prompt": "\xff\xfe", "messages": "\xff"}',
-    'lone surrogate in model': b'{"model": "\\ud800", "prompt": "hi", "input": "hi", '
-                               b'"tokens": [1]}',
-    'lone surrogates in text': b'{"prompt": "\\udfff", "input": "\\ud800", '
-                               b'"messages": [{"role": "user", "content": "\\ud800"}]}',
-    'NaN': b'{"prompt": "hi", "temperature": NaN, "tokens": [NaN]}',
-    'Infinity': b'{"prompt": "hi", "top_p": Infinity, "input": "hi", '
-                b'"max_output_tokens": -Infinity}',
-    '2**64': b'{"prompt": [18446744073709551616], "max_tokens": 18446744073709551616, '
-             b'"tokens": [18446744073709551616]}',
-    'a 5,000-digit integer': b'{"prompt": "hi", "n": ' + b'9' * 5000 + b'}',
-    'nesting 100,000 deep': b'[' * 100_000 + b']' * 100_000,
-    'nesting 500 deep in a field': b'{"prompt": "hi", "tools": ' + b'[' * 500 + b']' * 500 + b'}',
-    'a 40 MiB body': b'{"prompt": "' + b'a' * (40 << 20) + b'"}',
-    'not an object': b'[1, 2]', 'null': b'null', 'truncated': b'{"prompt": "hi", "max_tok',
-    'empty': b'',
-}
+    def attach(self, state) -> None:
+        "Check the adapters against the served model, once it is known; a ValueError says why."
+        self.model_name, self.model_config = state.model_name, load_config(state.root)
+        for name, path in self.modules.items(): self.add_adapter(name, path)
 
-# %% ../nbs/09a_server.ipynb #7b0c79e4
-def answer_problem(status: int, content_type: str, text: str) -> str | None:
-    "What is wrong with an answer: None if it is a success or a 4xx with OpenAI's error object."
-    if status >= 500: return f"status {status}"
-    if status >= 400:
-        try: err = json.loads(text)['error']
-        except Exception: return f"{status} without an error object"
-        ok = isinstance(err, dict) and isinstance(err.get('message'), str) \
-            and err.get('code') == status
-        return None if ok else f"{status} with a malformed error object"
-    if not content_type.startswith('text/event-stream'):
-        try: json.loads(text); return None
-        except ValueError: return "a 200 that is not JSON"
-    lines = text.split('\n')             # not splitlines(): it also splits at U+2028 inside text
-    data = [l.removeprefix('data: ') for l in lines if l.startswith('data: ')]
-    try: events = [json.loads(d) for d in data if d != '[DONE]']
-    except ValueError: return "a stream event that is not JSON"
-    if any((e.get('error') or {}).get('code', 0) >= 500 for e in events if isinstance(e, dict)):
-        return "an error event in the stream"
-    done = data[-1:] == ['[DONE]'] or events[-1:] and events[-1].get('type') == 'response.completed'
-    return None if done else "a stream that does not end"
+    def add_adapter(self, name: str, path: str) -> LoRARequest:
+        "Check the adapter and serve it as `name`; a ValueError says why not."
+        if not name or name == self.model_name or name in self.adapters:
+            raise ValueError(f"the LoRA adapter name {name!r} is already in use" if name
+                             else "a LoRA adapter needs a name")
+        p = adapter_dir(path)
+        adapter_tensors(p, read_adapter_config(p), self.model_config, self.max_lora_rank)
+        self.adapters[name] = req = LoRARequest(name, self.next_lora_id, str(p))
+        self.next_lora_id += 1
+        return req
 
-# %% ../nbs/09a_server.ipynb #be61ffb3
-def request_schema(op: dict, spec: dict) -> dict:
-    "The schema of an operation's JSON body."
-    ref = op['requestBody']['content']['application/json']['schema']['$ref']
-    return spec['components']['schemas'][ref.split('/')[-1]]
+    def serves(self, model: str) -> bool: return model in self.adapters
+    def models_note(self) -> str:
+        return f" and its LoRA adapters: {', '.join(f'`{n}`' for n in self.adapters) or 'none'}"
+    def request_args(self, model: str) -> dict:
+        return {'lora_request': self.adapters[model]} if model in self.adapters else {}
+    def model_cards(self, card: dict) -> list[dict]:
+        return [card | {'id': name, 'root': r.lora_path, 'parent': self.model_name}
+                for name, r in self.adapters.items()]
 
-def fuzz_server(url: str, n: int = 1500, spec: dict | None = None, timeout: float = 120) -> dict:
-    "The edge cases, then `n` generated bodies, to the schema's POST endpoints: what came back."
-    import httpx
-    from hypothesis import HealthCheck, Phase, given, settings, strategies as st
-    spec = spec or httpx.get(f"{url}/openapi.json").json()
-    bodies = {p: body_bytes(request_schema(ops['post'], spec), spec)
-              for p, ops in spec['paths'].items() if 'requestBody' in ops.get('post', {})}
-    statuses, problems = collections.Counter(), []
-    with httpx.Client(base_url=url, timeout=timeout) as http:
-        def send(path: str, body: bytes):
-            try:
-                r = http.post(path, content=body, headers={'Content-Type': 'application/json'})
-                status = str(r.status_code)
-                problem = answer_problem(r.status_code, r.headers.get('content-type', ''), r.text)
-            except httpx.TimeoutException: status = problem = 'no answer'
-            except httpx.HTTPError as e: status, problem = 'dropped', f"dropped: {type(e).__name__}"
-            statuses[status] += 1
-            if problem: problems.append((path, body[:120], problem))
-        for path in bodies:
-            for body in EDGE_BODIES.values(): send(path, body)
+# %% ../nbs/14_lora.ipynb #03ff163b
+class LoadLoRAAdapterRequest(OpenAIModel):
+    "The body of POST /v1/load_lora_adapter."
+    lora_name: str = Field(min_length=1)
+    lora_path: str = Field(min_length=1)
 
-        @settings(max_examples=n, derandomize=True, database=None, deadline=None,
-                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-        @given(st.data())
-        def generated(data):
-            path = data.draw(st.sampled_from(sorted(bodies)))
-            send(path, data.draw(bodies[path]))
-        generated()
-    return {'requests': sum(statuses.values()), 'statuses': dict(sorted(statuses.items())),
-            'problems': problems}
+class UnloadLoRAAdapterRequest(OpenAIModel):
+    "The body of POST /v1/unload_lora_adapter."
+    lora_name: str = Field(min_length=1)
+    lora_int_id: int | None = None
 
-# %% ../nbs/09a_server.ipynb #b405b329
-async def overload(url: str, clients: int, seconds: float, body: dict,
-                   timeout: float = 60) -> collections.Counter:
-    "`clients` callers sending `body` to /v1/completions back to back for `seconds`: the outcomes."
-    import httpx
-    ended, deadline = collections.Counter(), time.monotonic() + seconds
+def add_lora_routes(app: FastAPI, adapters: ServedAdapters) -> None:
+    "POST /v1/load_lora_adapter and /v1/unload_lora_adapter."
+    from fastapi.responses import PlainTextResponse
+    @app.post('/v1/load_lora_adapter', response_class=PlainTextResponse)
+    async def load_lora_adapter(body: LoadLoRAAdapterRequest):
+        try: adapters.add_adapter(body.lora_name, body.lora_path)
+        except ValueError as e: raise bad_request(str(e), 'lora_path') from None
+        return f"Success: LoRA adapter '{body.lora_name}' added successfully."
 
-    async def one(http, stream: bool) -> str:
-        extra = {'stream': True, 'stream_options': {'include_usage': True}} if stream else {}
-        try: r = await http.post('/v1/completions', json={**body, **extra})
-        except httpx.TimeoutException: return 'hung'
-        except httpx.HTTPError as e: return f"failed ({type(e).__name__})"
-        if r.status_code == 503 and r.json()['error']['code'] == 503: return '503'
-        if r.status_code != 200: return f"failed ({r.status_code})"
-        data = [l[6:] for l in r.text.split('\n') if l.startswith('data: ')]
-        last = json.loads(data[-2]) if stream else r.json()              # streamed: the usage
-        whole = (last.get('usage') or {}).get('completion_tokens') == body['max_tokens']
-        return 'completed' if whole and (not stream or data[-1] == '[DONE]') else 'failed (short)'
+    @app.post('/v1/unload_lora_adapter', response_class=PlainTextResponse)
+    async def unload_lora_adapter(body: UnloadLoRAAdapterRequest):
+        if adapters.adapters.pop(body.lora_name, None) is None:
+            raise APIError(404, f"The lora adapter '{body.lora_name}' cannot be found.",
+                           'NotFoundError', 'lora_name')
+        return f"Success: LoRA adapter '{body.lora_name}' removed successfully."
 
-    async def caller(i: int):
-        async with httpx.AsyncClient(base_url=url, timeout=timeout) as http:
-            while time.monotonic() < deadline:
-                ended['sent'] += 1
-                outcome = await one(http, stream=i % 2 == 1)
-                ended[outcome] += 1
-                if outcome == '503': await asyncio.sleep(0.1)
-    await asyncio.gather(*(caller(i) for i in range(clients)))
-    return ended
+# %% ../nbs/14_lora.ipynb #87fee8e0
+class LoRACollector:
+    "Per-adapter gauges of running and waiting requests, read from `stats()` at scrape time."
+    def __init__(self, stats, model_name: str): self.stats, self.model_name = stats, model_name
 
-# %% ../nbs/09a_server.ipynb #341fb32e
-def rss_mib(pid: int) -> float:
-    "A process's resident memory in MiB (Linux)."
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith('VmRSS:'): return int(line.split()[1]) / 1024
-    raise ValueError(f"no VmRSS for process {pid}")
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        from nanollmserve.metrics import PREFIX
+        s, labels = self.stats(), ['model_name', 'lora_name']
+        if 'max_loras' not in s: return
+        for key, doc in (('lora_requests_running', 'Sequences running, per LoRA adapter.'),
+                         ('lora_requests_waiting', 'Sequences waiting, per LoRA adapter.')):
+            m = GaugeMetricFamily(PREFIX + key, doc, labels=labels)
+            for name, n in s[key].items(): m.add_metric([self.model_name, name], n)
+            yield m
+        m = GaugeMetricFamily(PREFIX + 'max_loras', 'LoRA slots (adapters in one batch).',
+                              labels=['model_name'])
+        m.add_metric([self.model_name], s['max_loras']); yield m
+        m = CounterMetricFamily(PREFIX + 'lora_slot_loads', 'Adapters copied into a slot.',
+                                labels=['model_name'])
+        m.add_metric([self.model_name], s['lora_slot_loads']); yield m
+
+# %% ../nbs/14_lora.ipynb #1b176ff3
+@patch
+def routes(self: ServedAdapters, app: FastAPI, state) -> None:
+    if self.updating: add_lora_routes(app, self)
+    metrics = getattr(app.state, 'metrics', None)               # chapter 10's, if served
+    if metrics is not None:
+        metrics.registry.register(LoRACollector(state.engine.stats, state.model_name))

@@ -6,9 +6,7 @@
 from __future__ import annotations
 
 import json
-import statistics
-import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,23 +14,15 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .chunked_prefill import (ChunkedPrefillEngineArgs, ChunkedPrefillLLM,
-                                          ChunkedPrefillLLMEngine)
-from .engine import ModelRunner
-from .default_model import device_sync
-from .engine_core import CoreEngine
-from .kv_cache import PagedAttention, PagedKVCache
+from .engine import EngineArgs, arg, arg_rule, assemble, engine_args
+from .kv_cache import PagedKVCache
 from .loader import load_tokenizer
-from .metrics import EngineStateCollector
-from .sampling import (SamplerOutput, _gather_logprobs, apply_penalties, draw_tokens,
-                                   sampling_probs)
+from .sampling import _gather_logprobs, apply_penalties, draw_tokens, sampling_probs
 
 # %% auto #0
-__all__ = ['SPEC_COUNTS', 'ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'MultiTokenDecodeAttention',
-           'verify_step_ms', 'SpeculativeConfig', 'NgramProposer', 'SpecDecodeScheduler', 'SpecModelRunner',
-           'SpecPagedKVCache', 'SpecDecodeEngineArgs', 'SpecDecodeEngine', 'SpecDecodeLLMEngine', 'SpecDecodeLLM',
-           'DraftState', 'DraftModelProposer', 'load_draft_proposer', 'first_layers', 'SpecDecodeCoreEngine',
-           'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings']
+__all__ = ['DRAFT_ARGS', 'ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'SpeculativeConfig', 'NgramProposer',
+           'Speculator', 'SpeculativeArgs', 'speculation_needs_paged', 'DraftState', 'DraftModelProposer',
+           'load_draft_proposer', 'first_layers']
 
 # %% ../nbs/12_spec_decode.ipynb #c966ebd1
 def ngram_propose(token_ids: list[int], k: int, n_min: int = 1, n_max: int = 3) -> list[int]:
@@ -76,37 +66,6 @@ def chi_square_p(counts: torch.Tensor, expected: torch.Tensor) -> float:
     dof = int(keep.sum()) - 1
     return float(torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64),
                                          stat.double() / 2))
-
-# %% ../nbs/12_spec_decode.ipynb #84f19e7d
-class MultiTokenDecodeAttention(PagedAttention):
-    "Chapter 6's backend, where a decoding sequence may feed several tokens (its last and drafts)."
-    def __init__(self, cache, seqs, num_new: list[int], num_decodes: int):
-        d = num_decodes
-        rows = [SimpleNamespace(block_table=s.block_table,
-                                num_computed_tokens=s.num_computed_tokens + j)
-                for s, n in zip(seqs[:d], num_new[:d]) for j in range(n)]
-        super().__init__(cache, rows + list(seqs[d:]), [1] * len(rows) + list(num_new[d:]),
-                         len(rows))
-
-# %% ../nbs/12_spec_decode.ipynb #93bfd7f0
-@torch.inference_mode()
-def verify_step_ms(model, batch: int, tokens: int, context: int = 128, repeats: int = 7) -> float:
-    "Median ms of one forward in which each of `batch` decoding sequences feeds `tokens` tokens."
-    bs = 16
-    cache = PagedKVCache(model, bs, num_blocks=batch * -(-(context + tokens) // bs))
-    seqs = [SimpleNamespace(num_tokens=context + tokens, block_table=[],
-                            num_computed_tokens=context) for _ in range(batch)]
-    for s in seqs: cache.allocate(s)
-    dev = next(model.parameters()).device
-    ids = torch.randint(0, model.config.vocab_size, (batch * tokens,)).to(dev)
-    pos = torch.arange(context, context + tokens, device=dev).repeat(batch)
-    times = []
-    for _ in range(repeats):
-        device_sync(dev); start = time.perf_counter()
-        attn = MultiTokenDecodeAttention(cache, seqs, [tokens] * batch, batch)
-        model.compute_logits(model(ids, pos, attn)); device_sync(dev)
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
 
 # %% ../nbs/12_spec_decode.ipynb #fe2ef003
 @dataclass
@@ -152,192 +111,89 @@ class NgramProposer:
                 for s, c in zip(seqs, caps)]
     def free(self, seq) -> None: pass
 
-class SpecDecodeScheduler:
-    "Mixed into the engine's scheduler: decoding sequences also feed their proposed drafts."
-    proposer: NgramProposer            # or the draft model's, below
-    num_speculative_tokens: int
-
-    def takes_drafts(self, seq) -> bool:
-        "Logits processors see one history per call: such requests decode one token at a time."
-        return not seq.params.logits_processors
-
-    def _schedule_decodes(self, out) -> None:
-        super()._schedule_decodes(out)
-        budget, caps = self.max_num_batched_tokens - out.num_tokens, []
-        seqs = out.seqs[:out.num_decodes]
-        for seq in seqs:
-            seq.spec_token_ids, seq.spec_probs = [], None
-            left = seq.max_tokens - seq.num_output_tokens - 1     # the last token is never a draft
-            cap = min(self.num_speculative_tokens, left, budget) if self.takes_drafts(seq) else 0
-            caps.append(max(0, cap))
-            budget -= caps[-1]
-        for i, (seq, (drafts, probs)) in enumerate(zip(seqs, self.proposer.propose(seqs, caps))):
-            n = self._reserve(seq, len(drafts))
-            seq.spec_token_ids, seq.spec_probs = drafts[:n], None if probs is None else probs[:n]
-            out.num_new[i] += n
-            self._trim(seq, n)
-
-    def _preempt(self, seq) -> None:
-        super()._preempt(seq); self.proposer.free(seq)
-    def finish(self, seq, reason: str) -> None:
-        super().finish(seq, reason); self.proposer.free(seq)
-
-# %% ../nbs/12_spec_decode.ipynb #c404a99d
-@patch
-def _reserve(self: SpecDecodeScheduler, seq, n: int) -> int:
-    "Slots for up to `n` positions past the sequence's tokens, while blocks are free: how many."
-    for j in range(1, n + 1):
-        ahead = SimpleNamespace(num_tokens=seq.num_tokens + j, block_table=seq.block_table)
-        if not self.cache.can_append(ahead): return j - 1
-        self.cache.append(ahead)                  # the managers' own append: one block at a time
-    return n
-
-@patch
-def _trim(self: SpecDecodeScheduler, seq, n: int) -> None:
-    "Give back blocks reserved for drafts in earlier steps that this step's `n` drafts do not need."
-    keep = self.cache.blocks_needed(seq.num_tokens + n)
-    if len(seq.block_table) > keep:
-        tail = SimpleNamespace(seq_id=None, block_table=seq.block_table[keep:])
-        del seq.block_table[keep:]
-        self.cache.free(tail)                     # unpublished blocks: back to the free list
-
-# %% ../nbs/12_spec_decode.ipynb #fa646c5a
-class SpecModelRunner(ModelRunner):
-    "Chapter 5's runner, where a decode may carry drafts: verified here, 1 to k + 1 tokens out."
-    def __init__(self, model, cache):
-        super().__init__(model, cache)
+class Speculator:
+    "The engine's drafter: proposes tokens past each decode's newest, keeps those the target agrees with."
+    def __init__(self, proposer, num_speculative_tokens: int):
+        self.proposer, self.k = proposer, num_speculative_tokens
+        self.draft_probs: dict[int, torch.Tensor | None] = {}   # seq id -> q of this step's drafts
         self.num_drafts = self.num_draft_tokens = self.num_accepted_tokens = 0
-        self.accepted_per_pos: list[int] = []        # drafts accepted at position 0, 1, ...
+        self.accepted_per_pos: list[int] = []                   # drafts accepted at 0, 1, ...
 
-    def run(self, sched):
-        d = sched.num_decodes
-        if not any(getattr(s, 'spec_token_ids', None) for s in sched.seqs[:d]):
-            return super().run(sched)
-        ids, pos, rows, off = [], [], [], 0      # rows: (seq, its first row in the batch, drafts)
-        for i, (seq, n) in enumerate(zip(sched.seqs, sched.num_new)):
-            start = seq.num_computed_tokens
-            drafts = seq.spec_token_ids if i < d else []
-            ids += seq.token_ids[start:start + n - len(drafts)] + drafts
-            pos += range(start, start + n); off += n
-            if start + n - len(drafts) == seq.num_tokens:
-                rows.append((seq, off - 1 - len(drafts), drafts))
-        attn = self.cache.attention(sched.seqs, sched.num_new, d)
-        picks = [r for _, first, drafts in rows for r in range(first, first + 1 + len(drafts))]
-        logits = self.forward(torch.tensor(ids, device=self.device),
-                              torch.tensor(pos, device=self.device), attn, picks)
-        return self._verify(sched, rows, logits)
+    def max_drafts(self, seq) -> int: return 0 if seq.params.logits_processors else self.k
+
+    def propose(self, seqs, caps: list[int]) -> list[list[int]]:
+        "Up to `caps[i]` drafts for `seqs[i]`; their `q` kept for `verify`."
+        out = []
+        for seq, (drafts, q) in zip(seqs, self.proposer.propose(seqs, caps)):
+            self.draft_probs[seq.seq_id] = q; out.append(drafts)
+        return out
+
+    def preempted(self, seq) -> None: self.forget(seq)
+    def finished(self, seq) -> None: self.forget(seq)
+    def forget(self, seq) -> None:
+        self.proposer.free(seq); self.draft_probs.pop(seq.seq_id, None)
 
 # %% ../nbs/12_spec_decode.ipynb #4f3302c7
 @patch
-def _verify(self: SpecModelRunner, sched, rows, logits):
-    "Emit each sampled sequence's tokens; advance every sequence's computed count."
-    for seq, n in zip(sched.seqs, sched.num_new):
-        seq.num_computed_tokens += n - len(getattr(seq, 'spec_token_ids', None) or [])
-    starts = self._row_starts(rows)
-    plain = [(seq, r) for (seq, _, drafts), r in zip(rows, starts) if not drafts]
-    sampled = {}
-    if plain:
-        seqs = [s for s, _ in plain]
-        out = self.sample(logits[torch.tensor([r for _, r in plain])], seqs)
-        errors = out.errors or [None] * len(seqs)
-        for k, seq in enumerate(seqs):
-            sampled[seq.seq_id] = [(out.token_ids[k], out.logprobs[k], out.top_logprobs[k],
-                                    errors[k])]
-    for (seq, _, drafts), r in zip(rows, starts):
-        if not drafts: continue
-        emitted, lps, tops = self._verify_one(seq, logits[r:r + 1 + len(drafts)], drafts)
-        self.num_drafts += 1; self.num_draft_tokens += len(drafts)
-        self.num_accepted_tokens += len(emitted) - 1
-        self.accepted_per_pos += [0] * (len(drafts) - len(self.accepted_per_pos))
-        for j in range(len(emitted) - 1): self.accepted_per_pos[j] += 1
-        seq.num_computed_tokens += len(emitted) - 1      # the last token and the accepted drafts
-        seq.spec_token_ids, seq.spec_probs = [], None
-        sampled[seq.seq_id] = [(t, lp, top, None) for t, lp, top in zip(emitted, lps, tops)]
-    seqs = [seq for seq, _, _ in rows for _ in sampled[seq.seq_id]]
-    cols = list(zip(*[x for seq, _, _ in rows for x in sampled[seq.seq_id]]))
-    return seqs, SamplerOutput(list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3]))
-
-@patch
-def _verify_one(self: SpecModelRunner, seq, scores: torch.Tensor, drafts: list[int]):
-    "One sequence's `1 + k` rows: the tokens it emits, with the target's logprobs."
+def verify(self: Speculator, seq, scores: torch.Tensor) -> list[tuple[int, float | None, list]]:
+    "One sequence's `1 + k` rows: the tokens it keeps, with the target's logprobs."
+    drafts, q = seq.draft_token_ids, self.draft_probs.pop(seq.seq_id, None)
     p, rows = seq.params, len(drafts) + 1
     scores = scores.float()
     raw = scores.log_softmax(dim=-1) if p.logprobs is not None else None
     if p.has_penalties:                        # row j has seen the drafts before it
         outs = [seq.output_token_ids + drafts[:j] for j in range(rows)]
         scores = apply_penalties(scores.clone(), [p] * rows, [seq.prompt_token_ids] * rows, outs)
-    emitted = verify_greedy(scores, drafts) if p.greedy else verify_drafts(
-        sampling_probs(scores, [p] * rows), drafts, seq.spec_probs, seq.generator)
-    return emitted, *_gather_logprobs(raw, emitted, [p] * len(emitted))
+    kept = verify_greedy(scores, drafts) if p.greedy else verify_drafts(
+        sampling_probs(scores, [p] * rows), drafts, None if q is None else q[:len(drafts)],
+        seq.generator)
+    self.num_drafts += 1; self.num_draft_tokens += len(drafts)
+    self.num_accepted_tokens += len(kept) - 1
+    self.accepted_per_pos += [0] * (len(drafts) - len(self.accepted_per_pos))
+    for j in range(len(kept) - 1): self.accepted_per_pos[j] += 1
+    return list(zip(kept, *_gather_logprobs(raw, kept, [p] * len(kept))))
 
 @patch
-def _row_starts(self: SpecModelRunner, rows) -> list[int]:
-    "Where each sampled sequence's rows start among the logits."
-    starts, at = [], 0
-    for _, _, drafts in rows: starts.append(at); at += 1 + len(drafts)
-    return starts
+def stats(self: Speculator) -> dict:
+    "vLLM's counters, the acceptance rate and the mean acceptance length."
+    accepted = self.num_accepted_tokens
+    return dict(spec_decode_num_drafts=self.num_drafts,
+                spec_decode_num_draft_tokens=self.num_draft_tokens,
+                spec_decode_num_accepted_tokens=accepted,
+                spec_decode_num_accepted_tokens_per_pos=list(self.accepted_per_pos),
+                spec_decode_acceptance_rate=accepted / max(self.num_draft_tokens, 1),
+                spec_decode_mean_acceptance_length=1 + accepted / max(self.num_drafts, 1))
+
+@patch
+def stat_docs(self: Speculator) -> dict[str, str]:
+    "What its counters mean (the last two are ratios: not exported as counters)."
+    return dict(
+        spec_decode_num_drafts='Verifications of drafts (one per sequence and step with drafts).',
+        spec_decode_num_draft_tokens='Draft tokens proposed.',
+        spec_decode_num_accepted_tokens='Draft tokens accepted.',
+        spec_decode_num_accepted_tokens_per_pos='Draft tokens accepted, by position in the draft.')
 
 # %% ../nbs/12_spec_decode.ipynb #785be353
-class SpecPagedKVCache(PagedKVCache):
-    def attention(self, seqs, num_new, num_decodes) -> MultiTokenDecodeAttention:
-        return MultiTokenDecodeAttention(self, seqs, num_new, num_decodes)
-
+@engine_args('speculative')
 @dataclass
-class SpecDecodeEngineArgs(ChunkedPrefillEngineArgs):
-    "Every engine argument so far, plus speculative decoding."
-    speculative_config: dict | str | None = None   # vLLM's: {"method": "ngram", ...}
+class SpeculativeArgs:
+    speculative_config: dict | str | None = arg(
+        None, 'speculative decoding, vLLM\'s JSON: {"method": "ngram", "num_speculative_tokens": '
+              '3} or {"method": "draft_model", "model": PATH, "num_speculative_tokens": 3}',
+        metavar='JSON')
+    def __post_init__(self): self.spec = SpeculativeConfig.parse(self.speculative_config)
 
-    def validate(self) -> None:
-        super().validate()
-        self.spec = SpeculativeConfig.parse(self.speculative_config)
-        if self.spec and self.kv_cache != 'paged':
-            raise ValueError("invalid engine argument speculative_config: needs kv_cache='paged'")
+    def build_components(self, parts) -> None:
+        if self.spec is None: return
+        proposer = (NgramProposer(self.spec) if self.spec.method == 'ngram'
+                    else load_draft_proposer(self.spec, parts))
+        speculator = Speculator(proposer, self.spec.num_speculative_tokens)
+        parts.scheduler.drafter = parts.runner.drafter = speculator
+        parts.hooks.add(speculator)
 
-    def make_kv_cache(self, model, max_model_len: int):
-        cache = super().make_kv_cache(model, max_model_len)
-        if self.spec: cache.__class__ = SpecPagedKVCache
-        return cache
-
-    def make_scheduler(self, cache, max_num_batched_tokens: int):
-        sched = super().make_scheduler(cache, max_num_batched_tokens)
-        if self.spec:
-            base = type(sched)
-            sched.__class__ = type(f'Spec{base.__name__}', (SpecDecodeScheduler, base), {})
-            sched.num_speculative_tokens = self.spec.num_speculative_tokens
-        return sched
-
-    def make_proposer(self, engine):
-        "Prompt lookup, or the draft model (loaded and checked against the engine's model below)."
-        if self.spec.method == 'ngram': return NgramProposer(self.spec)
-        return load_draft_proposer(self, engine)
-
-# %% ../nbs/12_spec_decode.ipynb #1917782e
-class SpecDecodeEngine:
-    "Mixed into an engine class: with a `speculative_config`, a proposer and the verifying runner."
-    args_class = SpecDecodeEngineArgs
-    def __init__(self, model: str | None = None, **engine_args):
-        super().__init__(model, **engine_args)
-        if self.args.spec:
-            self.runner = SpecModelRunner(self.model, self.cache)
-            self.scheduler.proposer = self.args.make_proposer(self)
-
-    def stats(self) -> dict:
-        "The engine's counts, and with speculation vLLM's counters, acceptance rate and length."
-        s, r = super().stats(), self.runner
-        if not isinstance(r, SpecModelRunner): return s
-        accepted = r.num_accepted_tokens
-        return s | dict(spec_decode_num_drafts=r.num_drafts,
-                        spec_decode_num_draft_tokens=r.num_draft_tokens,
-                        spec_decode_num_accepted_tokens=accepted,
-                        spec_decode_num_accepted_tokens_per_pos=list(r.accepted_per_pos),
-                        spec_decode_acceptance_rate=accepted / max(r.num_draft_tokens, 1),
-                        spec_decode_mean_acceptance_length=1 + accepted / max(r.num_drafts, 1))
-
-class SpecDecodeLLMEngine(SpecDecodeEngine, ChunkedPrefillLLMEngine):
-    "The engine of chapters 5-8 with speculative decoding."
-
-class SpecDecodeLLM(ChunkedPrefillLLM):
-    engine_class = SpecDecodeLLMEngine
+@arg_rule('speculative_config', 'kv_cache', 'drafts are checked on the paged cache')
+def speculation_needs_paged(args) -> bool:
+    return args.speculative_config is None or args.kv_cache == 'paged'
 
 # %% ../nbs/12_spec_decode.ipynb #cf8c977d
 class DraftState:
@@ -421,22 +277,26 @@ def propose(self: DraftModelProposer, seqs, caps: list[int]) -> list[tuple[list[
     return out
 
 # %% ../nbs/12_spec_decode.ipynb #55465e86
-def load_draft_proposer(args: SpecDecodeEngineArgs, engine) -> DraftModelProposer:
-    "The draft model of `args.speculative_config`, checked against the engine's model."
-    name = args.spec.model
+DRAFT_ARGS = ('dtype', 'device', 'block_size', 'attention_backend', 'fused_ops')
+
+def load_draft_proposer(spec: SpeculativeConfig, target) -> DraftModelProposer:
+    "The draft model of `spec`, assembled from the target's parts' arguments and checked against it."
+    name, args = spec.model, target.args
     bad = lambda msg: ValueError(f"invalid speculative_config: the draft model {name!r} {msg}")
-    try: draft, path = replace(args, model=name, speculative_config=None).make_model()
+    wanted = {k: getattr(args, k, None) for k in DRAFT_ARGS} | dict(
+        num_kv_blocks=target.cache.num_blocks, enable_prefix_caching=False)
+    known = EngineArgs.fields()
+    try: draft = assemble(EngineArgs(name, **{k: v for k, v in wanted.items() if k in known}),
+                          worker=True)
     except (OSError, ValueError) as e: raise bad(f"could not be loaded: {e}") from None
-    vocab, target_vocab = draft.config.vocab_size, engine.model.config.vocab_size
+    vocab, target_vocab = draft.model.config.vocab_size, target.model.config.vocab_size
     if vocab != target_vocab: raise bad(f"has {vocab} token ids, the target {target_vocab}")
-    if load_tokenizer(path).get_vocab() != engine.tokenizer.get_vocab():
+    if load_tokenizer(draft.path).get_vocab() != target.tokenizer.get_vocab():
         raise bad("has another tokenizer than the target")
-    if draft.config.max_model_len < engine.max_model_len:
-        raise bad(f"takes {draft.config.max_model_len} positions, fewer than max_model_len="
-                  f"{engine.max_model_len}")
-    cache = PagedKVCache(draft, engine.cache.block_size, engine.cache.num_blocks,
-                         attention_backend=args.attention_backend)
-    return DraftModelProposer(draft, cache)
+    if draft.max_model_len < target.max_model_len:
+        raise bad(f"takes {draft.max_model_len} positions, fewer than max_model_len="
+                  f"{target.max_model_len}")
+    return DraftModelProposer(draft.model, draft.cache)
 
 # %% ../nbs/12_spec_decode.ipynb #9129d301
 def first_layers(path: Path, dest: Path, n: int = 1) -> Path:
@@ -447,86 +307,3 @@ def first_layers(path: Path, dest: Path, n: int = 1) -> Path:
     if getattr(m.config, 'layer_types', None): m.config.layer_types = m.config.layer_types[:n]
     m.save_pretrained(dest); AutoTokenizer.from_pretrained(path).save_pretrained(dest)
     return dest
-
-# %% ../nbs/12_spec_decode.ipynb #f49620c8
-class SpecDecodeCoreEngine(SpecDecodeEngine, CoreEngine):
-    "Chapter 11's engine core with speculative decoding."
-
-EngineStateCollector.extra_counters.update(
-    spec_decode_num_drafts='Verifications of drafts (one per sequence and step with drafts).',
-    spec_decode_num_draft_tokens='Draft tokens proposed.',
-    spec_decode_num_accepted_tokens='Draft tokens accepted.',
-    spec_decode_num_accepted_tokens_per_pos='Draft tokens accepted, by position in the draft.')
-
-# %% ../nbs/12_spec_decode.ipynb #af566619
-SPEC_COUNTS = ('spec_decode_num_drafts', 'spec_decode_num_draft_tokens',
-               'spec_decode_num_accepted_tokens')
-
-def spec_run(llm, prompts, params) -> dict:
-    "One batch: mean TPOT (ms), output tokens/s, and the speculation counts it added."
-    before, start = llm.engine.stats(), time.perf_counter()
-    outs = llm.generate(prompts, params, use_tqdm=False)
-    wall, after = time.perf_counter() - start, llm.engine.stats()
-    n = [len(o.outputs[0].token_ids) for o in outs]
-    tpot = [(o.metrics['finished_time'] - o.metrics['first_token_time']) / (k - 1)
-            for o, k in zip(outs, n) if k > 1]
-    old = before.get('spec_decode_num_accepted_tokens_per_pos', [])
-    per_pos = [a - (old[i] if i < len(old) else 0)
-               for i, a in enumerate(after.get('spec_decode_num_accepted_tokens_per_pos', []))]
-    return dict(tpot_ms=1e3 * statistics.mean(tpot), tok_s=sum(n) / wall, per_pos=per_pos,
-                **{k: after.get(k, 0) - before.get(k, 0) for k in SPEC_COUNTS})
-
-# %% ../nbs/12_spec_decode.ipynb #2e6b045a
-def compare_spec(model: str, prompts, params, configs: dict, repeats: int = 3,
-                 **engine_args) -> list[dict]:
-    "Each configuration on the same batch, in turn, `repeats` times: medians, spread, acceptance."
-    llms = {name: SpecDecodeLLM(model, speculative_config=cfg, **engine_args)
-            for name, cfg in configs.items()}
-    for llm in llms.values(): llm.generate(prompts[:2], params, use_tqdm=False)     # warm up
-    runs = {name: [] for name in configs}
-    for _ in range(repeats):
-        for name, llm in llms.items(): runs[name].append(spec_run(llm, prompts, params))
-    rows = []
-    for name, rs in runs.items():
-        drafts, tokens, accepted = (sum(r[k] for r in rs) for k in SPEC_COUNTS)
-        per_pos = [sum(x) for x in zip(*[r['per_pos'] for r in rs])]
-        tpots = [r['tpot_ms'] for r in rs]
-        rows.append(dict(config=name, tpot_ms=statistics.median(tpots), tpot_min=min(tpots),
-                         tpot_max=max(tpots), tok_s=statistics.median(r['tok_s'] for r in rs),
-                         acceptance=accepted / tokens if tokens else None,
-                         mean_length=1 + accepted / drafts if drafts else 1.0,
-                         per_pos=[a / drafts for a in per_pos]))
-    return rows
-
-def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=(1, 8, 64),
-            repeats: int = 3, least: int = 4, **engine_args):
-    "`compare_spec` of `k = 0` (off) and each of `ks`, at each batch size (`least` prompts or more)"
-    import pandas as pd                       # a table for the book (pandas: a dev requirement)
-    rows = []
-    for b in batches:
-        configs = {0: None} | {k: {**method, 'num_speculative_tokens': k} for k in ks}
-        rows += [dict(batch=b, k=r.pop('config'), **r)
-                 for r in compare_spec(model, prompts[:max(b, least)], params, configs, repeats,
-                                       max_num_seqs=b, **engine_args)]
-    return pd.DataFrame(rows)
-
-# %% ../nbs/12_spec_decode.ipynb #70f3c3e1
-def untrained_like(model: str, dest: Path, seed: int = 0) -> Path:
-    "A float32 checkpoint of `model`'s shape and tokenizer, with fresh weights (`transformers`')."
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-    from nanollmserve.loader import resolve_model_path
-    src = resolve_model_path(model)
-    torch.manual_seed(seed)
-    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(src)).float().save_pretrained(dest)
-    AutoTokenizer.from_pretrained(src).save_pretrained(dest)
-    return dest
-
-def help_openings(n: int, words: int = 6) -> list[str]:
-    "The first `words` words of `n` of Python's help topics (sorted by name), after the title."
-    from nanollmserve.training import pydoc_topics
-    topics, out = pydoc_topics(), []
-    for name in sorted(topics):
-        ws = topics[name].split()
-        under = next((i for i, w in enumerate(ws) if set(w) == {'*'}), -1)   # the title's underline
-        out.append(' '.join(ws[under + 1:under + 1 + words]))
-    return list(dict.fromkeys(out))[:n]                # each once

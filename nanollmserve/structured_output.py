@@ -5,31 +5,33 @@
 # %% ../nbs/13_structured_output.ipynb #a8fab15a
 from __future__ import annotations
 
+import importlib
 import json
 import re
-import statistics
 import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields, replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, fields
 
 import torch
-import xgrammar as xgr
 from fastcore.basics import patch
 
 from . import sampling
-from .cpu_kernel import compare_throughput
-from .default_model import device_sync
-from .spec_decode import SpecDecodeCoreEngine, SpecDecodeLLM, SpecDecodeLLMEngine
-from .spec_decode import verify_step_ms
+from .engine import engine_args
+
+class LazyModule:
+    "A module imported when first used: `xgr = LazyModule('xgrammar')` costs nothing until `xgr.X`."
+    def __init__(self, name: str): self._name, self._module = name, None
+    def __getattr__(self, attr: str):
+        if attr.startswith('_'): raise AttributeError(attr)
+        if self._module is None: self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
+
+xgr = LazyModule('xgrammar')   # the grammar library loads with the first constraint
 
 # %% auto #0
-__all__ = ['CONSTRAINTS', 'SCHEMA_KEYWORDS', 'StructuredOutputsParams', 'SamplingParams', 'grammar_tokenizer_info',
-           'unsupported_keywords', 'tag_schemas', 'lengths_as_patterns', 'grammar_of', 'GrammarCompiler',
-           'grammar_ready', 'GrammarWaitScheduler', 'matcher', 'mask_logits', 'MaskingRunner', 'StructuredOutputEngine',
-           'StructuredOutputLLMEngine', 'StructuredOutputLLM', 'grammar_compile_times', 'decode_step_times',
-           'mask_step_times', 'constrained_throughput', 'request_constraint', 'StructuredServerState',
-           'StructuredOutputCoreEngine']
+__all__ = ['xgr', 'CONSTRAINTS', 'SCHEMA_KEYWORDS', 'LazyModule', 'StructuredOutputsParams', 'SamplingParams',
+           'grammar_tokenizer_info', 'unsupported_keywords', 'tag_schemas', 'lengths_as_patterns', 'grammar_of',
+           'GrammarCompiler', 'StructuredOutputManager', 'StructuredOutputsArgs']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
 CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object', 'structural_tag')
@@ -187,232 +189,116 @@ class GrammarCompiler:
         return self.compiler.compile_grammar(grammar_of(so))
 
 # %% ../nbs/13_structured_output.ipynb #c5c329fc
-def grammar_ready(seq) -> bool:
-    "A sequence without a constraint, or whose grammar has compiled (or failed to)."
-    return getattr(seq, 'grammar', None) is None or seq.grammar.done()
+class StructuredOutputManager:
+    "The engine's component for output constraints: compiles, holds back, masks and advances."
+    def __init__(self, tokenizer, vocab_size: int, stop_token_ids):
+        self.tokenizer, self.vocab_size = tokenizer, vocab_size
+        self.stop_token_ids = sorted(stop_token_ids)
+        self._compiler: GrammarCompiler | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self.grammars: dict[int, Future] = {}     # seq id -> its grammar's compilation
+        self.matchers: dict = {}                  # seq id -> its matcher, once it samples
+        self.pending: dict[str, Future] = {}      # request id -> a compilation not yet reported
+        self.num_grammars_compiled, self.grammar_compile_seconds = 0, 0.0
 
-class GrammarWaitScheduler:
-    "Mixed into the engine's scheduler: admit past sequences whose grammar is still compiling."
-    def _admit(self, out, budget: int) -> None:
-        ready, held = deque(), []
-        for s in self.waiting: (ready if grammar_ready(s) else held).append(s)   # asked once each:
-        self.waiting = ready                                  # a compile may finish meanwhile
-        super()._admit(out, budget)
-        self.waiting.extendleft(reversed(held))          # they keep their place in the queue
+    @property
+    def compiler(self) -> GrammarCompiler:
+        "The compiler for the engine's tokenizer, made with the first constraint."
+        if self._compiler is None:
+            self._compiler = GrammarCompiler(self.tokenizer, self.vocab_size, self.stop_token_ids)
+        return self._compiler
 
-    def takes_drafts(self, seq) -> bool:                  # chapter 12: one token at a time
-        return getattr(seq, 'grammar', None) is None and super().takes_drafts(seq)
+    def check_request(self, params) -> None:
+        so = getattr(params, 'structured_outputs', None)
+        if so is not None: grammar_of(so)                    # a bad constraint: ValueError
+
+    def request_added(self, req) -> None:
+        so = getattr(req.seqs[0].params, 'structured_outputs', None)
+        if so is None: return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix='nanollmserve-grammar')
+        future = self._pool.submit(self._compile, self.compiler, grammar_of(so))
+        self.pending[req.request_id] = future
+        for seq in req.seqs: self.grammars[seq.seq_id] = future
 
 # %% ../nbs/13_structured_output.ipynb #a891d338
-def matcher(seq) -> xgr.GrammarMatcher:
+@patch
+def _compile(self: StructuredOutputManager, compiler: GrammarCompiler, grammar):
+    start = time.perf_counter()
+    compiled = compiler.compiler.compile_grammar(grammar)
+    self.grammar_compile_seconds += time.perf_counter() - start     # one worker: no race
+    self.num_grammars_compiled += 1
+    return compiled
+
+@patch
+def can_admit(self: StructuredOutputManager, seq) -> bool:
+    "A sequence without a constraint, or whose grammar has compiled (or failed to)."
+    f = self.grammars.get(seq.seq_id)
+    return f is None or f.done()
+
+@patch
+def allows_drafts(self: StructuredOutputManager, seq) -> bool:
+    return seq.seq_id not in self.grammars                 # chapter 12: one token at a time
+
+@patch
+def matcher(self: StructuredOutputManager, seq):
     "The sequence's matcher, made the first time it is needed."
-    if getattr(seq, 'grammar_matcher', None) is None:
-        seq.grammar_matcher = xgr.GrammarMatcher(seq.grammar.result())
-    return seq.grammar_matcher
+    m = self.matchers.get(seq.seq_id)
+    if m is None: m = self.matchers[seq.seq_id] = xgr.GrammarMatcher(self.grammars[seq.seq_id].result())
+    return m
 
-def mask_logits(logits: torch.Tensor, seqs) -> None:
+@patch
+def mask_logits(self: StructuredOutputManager, logits: torch.Tensor, seqs) -> None:
     "In place: each constrained row's tokens that its grammar does not allow next get `-inf`."
-    rows = [i for i, s in enumerate(seqs) if getattr(s, 'grammar', None) is not None]
-    if rows:
-        mask = xgr.allocate_token_bitmask(len(seqs), logits.shape[-1])
-        for i in rows: matcher(seqs[i]).fill_next_token_bitmask(mask, i)
-        mask = mask.to(logits.device)       # filled on the CPU; applied where the logits are
-        xgr.apply_token_bitmask_inplace(logits, mask, vocab_size=logits.shape[-1], indices=rows)
-
-class MaskingRunner:
-    "Mixed into the engine's runner: constrained rows' logits are masked before sampling."
-    def sample(self, logits: torch.Tensor, seqs):
-        mask_logits(logits, seqs)
-        return super().sample(logits, seqs)
+    rows = [i for i, s in enumerate(seqs) if s.seq_id in self.grammars]
+    if not rows: return
+    mask = xgr.allocate_token_bitmask(len(seqs), logits.shape[-1])
+    for i in rows: self.matcher(seqs[i]).fill_next_token_bitmask(mask, i)
+    mask = mask.to(logits.device)       # filled on the CPU; applied where the logits are
+    xgr.apply_token_bitmask_inplace(logits, mask, vocab_size=logits.shape[-1], indices=rows)
 
 # %% ../nbs/13_structured_output.ipynb #ee05d200
-class StructuredOutputEngine:
-    "Mixed into an engine class: requests with `structured_outputs` decode under their grammar."
-    def __init__(self, model: str | None = None, **engine_args):
-        super().__init__(model, **engine_args)
-        self.grammars = GrammarCompiler(self.tokenizer, self.model.config.vocab_size,
-                                        sorted(self.eos_token_ids))
-        self.compiling = ThreadPoolExecutor(1, thread_name_prefix='nanollmserve-grammar')
-        self.pending_grammars = {}                      # request id -> its compile's future
-        self.num_grammars_compiled, self.grammar_compile_seconds = 0, 0.0
-        for obj, mixin in ((self.scheduler, GrammarWaitScheduler), (self.runner, MaskingRunner)):
-            base = type(obj)
-            obj.__class__ = type(f'{mixin.__name__}{base.__name__}', (mixin, base), {})
+@patch
+def token_appended(self: StructuredOutputManager, seq, token: int) -> str | None:
+    "Advance the sequence's matcher; a complete grammar ends the sequence (`stop`)."
+    m = self.matchers.get(seq.seq_id)
+    if m is None: return None
+    if not m.accept_token(token):
+        raise RuntimeError(f"token {token} is not allowed by the grammar")   # the mask forbids it
+    return 'stop' if m.is_terminated() else None
 
-    def _compile(self, grammar: xgr.Grammar) -> xgr.CompiledGrammar:
-        start = time.perf_counter()
-        compiled = self.grammars.compiler.compile_grammar(grammar)
-        self.grammar_compile_seconds += time.perf_counter() - start     # one worker: no race
-        self.num_grammars_compiled += 1
-        return compiled
+@patch
+def finished(self: StructuredOutputManager, seq) -> None:
+    self.grammars.pop(seq.seq_id, None); self.matchers.pop(seq.seq_id, None)
 
-    def add_request(self, request_id: str, prompt, params=None, *args, **kwargs) -> None:
-        so = getattr(params, 'structured_outputs', None)
-        grammar = grammar_of(so) if so else None      # a bad constraint: ValueError
-        super().add_request(request_id, prompt, params, *args, **kwargs)
-        if grammar is not None:
-            future = self.compiling.submit(self._compile, grammar)
-            for seq in self.requests[request_id].seqs: seq.grammar = future
-            self.pending_grammars[request_id] = future
+@patch
+def failed_requests(self: StructuredOutputManager) -> list[tuple[str, Exception]]:
+    "The requests whose grammar did not compile, once each."
+    failed = []
+    for rid, f in list(self.pending.items()):
+        if not f.done(): continue
+        del self.pending[rid]
+        if f.exception() is not None:
+            failed.append((rid, ValueError(f"structured_outputs could not be compiled: "
+                                           f"{f.exception()}")))
+    return failed
+
+@patch
+def shutdown(self: StructuredOutputManager) -> None:
+    if self._pool is not None: self._pool.shutdown(wait=False)
 
 # %% ../nbs/13_structured_output.ipynb #7ae66135
-@patch
-def _append_token(self: StructuredOutputEngine, seq, token: int, logprob, top, now: float) -> None:
-    "Advance the sequence's matcher too; a complete grammar ends the sequence."
-    m = getattr(seq, 'grammar_matcher', None)
-    if m is not None and not m.accept_token(token):
-        raise RuntimeError(f"token {token} is not allowed by the grammar")   # the mask forbids it
-    super(StructuredOutputEngine, self)._append_token(seq, token, logprob, top, now)
-    if m is not None and m.is_terminated() and not seq.is_finished: self._finish(seq, 'stop')
-
-@patch
-def step(self: StructuredOutputEngine):
-    "Fail (and report) the requests whose grammar did not compile, then chapter 5's step."
-    failed = []
-    for rid, f in list(self.pending_grammars.items()):     # only requests still compiling
-        if not f.done(): continue
-        del self.pending_grammars[rid]
-        if f.exception() is not None and rid in self.requests:
-            req = self.requests.pop(rid)
-            why = f"structured_outputs could not be compiled: {f.exception()}"
-            self._fail(req, ValueError(why))
-            failed.append(self._output(req, True))
-    return failed + super(StructuredOutputEngine, self).step()
-
-class StructuredOutputLLMEngine(StructuredOutputEngine, SpecDecodeLLMEngine):
-    "The engine of chapters 5-12 with structured outputs."
-
-class StructuredOutputLLM(SpecDecodeLLM):
-    engine_class = StructuredOutputLLMEngine
+@engine_args('structured_outputs')
+@dataclass
+class StructuredOutputsArgs:
+    "Every engine takes constraints: the section has no argument, only the component."
+    def build_components(self, parts) -> None:
+        parts.hooks.add(StructuredOutputManager(parts.tokenizer, parts.model.config.vocab_size,
+                                                parts.eos_token_ids))
 
 # %% ../nbs/13_structured_output.ipynb #81eddac1
 @patch
-def stats(self: StructuredOutputEngine) -> dict:
-    "The engine's counts, plus the grammars compiled and the time they took."
-    return super(StructuredOutputEngine, self).stats() | dict(
-        num_grammars_compiled=self.num_grammars_compiled,
-        grammar_compile_seconds=self.grammar_compile_seconds)
-
-# %% ../nbs/13_structured_output.ipynb #e90d4e70
-def grammar_compile_times(compiler: GrammarCompiler, constraints: dict, repeats: int = 5,
-                          threads: int = 2) -> list[dict]:
-    """Median ms per constraint (a dict of them, by name) to parse it (`grammar_of`), to compile it
-    cold (a fresh xgrammar compiler each time) and cached (on `compiler`), and the grammar's kB."""
-    rows, ms = [], lambda ts: 1e3 * statistics.median(ts)
-    for name, so in constraints.items():
-        compiler.compile(so)                                   # now in `compiler`'s cache
-        parse, cold, cached = [], [], []
-        for _ in range(repeats):
-            start = time.perf_counter(); grammar = grammar_of(so)
-            parse.append(time.perf_counter() - start)
-            fresh = xgr.GrammarCompiler(compiler.info, max_threads=threads)
-            start = time.perf_counter(); compiled = fresh.compile_grammar(grammar)
-            cold.append(time.perf_counter() - start)
-            start = time.perf_counter(); compiler.compiler.compile_grammar(grammar)
-            cached.append(time.perf_counter() - start)
-        rows.append(dict(constraint=name, parse_ms=ms(parse), cold_ms=ms(cold),
-                         cached_ms=ms(cached), kB=compiled.memory_size_bytes / 1e3))
-    return rows
-
-# %% ../nbs/13_structured_output.ipynb #91d19821
-def decode_step_times(llm, prompts, params, steps: int = 16) -> dict:
-    """Median ms of the engine's step and, timed apart just before it, of `mask_logits` on the
-    running sequences, over up to `steps` decode steps in which every prompt's sequence runs."""
-    eng, vocab = llm.engine, llm.engine.model.config.vocab_size
-    for i, p in enumerate(prompts): eng.add_request(f'decode-step-{i}', p, params)
-    sched, step_s, mask_s, context = eng.scheduler, [], [], []
-    prompting = lambda: any(s.num_computed_tokens < s.num_prompt_tokens
-                            for s in [*sched.running, *sched.waiting])
-    while prompting(): eng.step()               # until every prompt is in (its grammar compiled)
-    while len(step_s) < steps and len(sched.running) == len(prompts):
-        running = list(sched.running)
-        logits = torch.zeros(len(running), vocab, device=eng.runner.device)
-        device_sync(logits.device); start = time.perf_counter()
-        mask_logits(logits, running); device_sync(logits.device)
-        mask_s.append(time.perf_counter() - start)
-        context.append(statistics.mean(s.num_tokens for s in running))
-        start = time.perf_counter(); eng.step()
-        step_s.append(time.perf_counter() - start)
-    for rid in list(eng.requests): eng.abort_request(rid)
-    if not step_s: raise RuntimeError("no decode step ran every prompt's sequence")
-    ms = lambda ts: 1e3 * statistics.median(ts)
-    return dict(step_ms=ms(step_s), mask_ms=ms(mask_s), steps=len(step_s),
-                context=statistics.mean(context))
-
-def mask_step_times(llm, prompts, params: SamplingParams, steps: int = 16) -> dict:
-    """At one batch: the model's forward alone, the engine's decode step without `params`'
-    constraint and with it, and the mask's part of the latter (median ms)."""
-    free = decode_step_times(llm, prompts, replace(params, structured_outputs=None), steps)
-    held = decode_step_times(llm, prompts, params, steps)
-    forward = verify_step_ms(llm.engine.model, len(prompts), 1, context=round(held['context']))
-    return dict(batch=len(prompts), forward_ms=forward, step_free_ms=free['step_ms'],
-                step_constrained_ms=held['step_ms'], mask_ms=held['mask_ms'],
-                mask_share=held['mask_ms'] / held['step_ms'],
-                steps=min(free['steps'], held['steps']))
-
-# %% ../nbs/13_structured_output.ipynb #5dbde4ae
-def constrained_throughput(llm, prompts, params: SamplingParams, repeats: int = 3) -> dict:
-    """The prompts without `params`' constraint and with it, in turn, `repeats` times: per side,
-    each run's output tok/s, output tokens and requests ended by `stop`; the last run's texts."""
-    runs = {'free': [], 'constrained': []}
-    def runner(name: str, p: SamplingParams):
-        def run() -> tuple[int, float]:
-            start = time.perf_counter()
-            outs = llm.generate(prompts, p, use_tqdm=False)
-            seconds, done = time.perf_counter() - start, [o.outputs[0] for o in outs]
-            runs[name].append(dict(tokens=sum(len(c.token_ids) for c in done),
-                                   stops=sum(c.finish_reason == 'stop' for c in done),
-                                   texts=[c.text for c in done]))
-            return runs[name][-1]['tokens'], seconds
-        return run
-    sides = {'free': replace(params, structured_outputs=None), 'constrained': params}
-    for p in sides.values(): llm.generate(prompts[:2], p, use_tqdm=False)  # warm up, compile
-    tok_s = compare_throughput({name: runner(name, p) for name, p in sides.items()}, repeats)
-    return {name: dict(tok_s=tok_s[name], tokens=[r['tokens'] for r in rs],
-                       stops=[r['stops'] for r in rs], texts=rs[-1]['texts'])
-            for name, rs in runs.items()}
-
-# %% ../nbs/13_structured_output.ipynb #db5ddb7f
-def request_constraint(req) -> StructuredOutputsParams | None:
-    "The output constraint of a request: vLLM's `structured_outputs`, with `response_format`'s."
-    from nanollmserve.server import bad_request
-    fmt, so = req.response_format or {}, dict(req.structured_outputs or {})
-    if (text_format := (getattr(req, 'text', None) or {}).get('format')):   # the Responses API's
-        fmt = {'type': text_format.get('type'), 'json_schema': text_format}  # flat json_schema
-    kind, field = fmt.get('type'), 'response_format' if fmt else 'structured_outputs'
-    unknown = sorted(set(so) - {f.name for f in fields(StructuredOutputsParams)})
-    if unknown: raise bad_request(f"structured_outputs has unknown fields {unknown}",
-                                  'structured_outputs')
-    if kind == 'json_object': so['json_object'] = True        # as vLLM: options of the extra
-    elif kind == 'json_schema':                                # field apply to response_format
-        schema = (fmt.get('json_schema') or {}).get('schema')
-        if not isinstance(schema, dict):
-            raise bad_request("response_format.json_schema.schema must be a JSON schema", field)
-        so['json'] = schema
-    elif kind not in (None, 'text'):
-        raise bad_request("response_format must be {'type': 'text'}, {'type': 'json_object'} "
-                          "or {'type': 'json_schema', 'json_schema': {'name', 'schema'}}", field)
-    if not so: return None
-    try:
-        so = StructuredOutputsParams(**so)
-        grammar_of(so)                                 # a bad constraint: 400 here
-        return so
-    except sampling.SamplingParamsError as e: raise bad_request(str(e), field) from None
-
-# %% ../nbs/13_structured_output.ipynb #8b9d6e69
-from .server import ServerState
-
-class StructuredServerState(ServerState):
-    "Chapter 9a's server state, which lets constraints through to the engine."
-    def check_request(self, req) -> None:
-        fields = ('response_format', 'structured_outputs', 'text')      # what this server does
-        super().check_request(req.model_copy(
-            update={f: None for f in fields if f in type(req).model_fields}))
-    def sampling_params(self, req, max_tokens: int | None, logprobs: int | None = None):
-        so, base = request_constraint(req), super().sampling_params(req, max_tokens, logprobs)
-        if so is None: return base
-        kw = {f.name: getattr(base, f.name) for f in fields(sampling.SamplingParams)}
-        return SamplingParams(**kw, structured_outputs=so)
-
-class StructuredOutputCoreEngine(StructuredOutputEngine, SpecDecodeCoreEngine):
-    "Chapter 11's engine core with speculative decoding and structured outputs."
+def stats(self: StructuredOutputManager) -> dict:
+    "The grammars compiled and the time they took."
+    return dict(num_grammars_compiled=self.num_grammars_compiled,
+                grammar_compile_seconds=self.grammar_compile_seconds)

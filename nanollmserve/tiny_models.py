@@ -5,9 +5,6 @@
 # %% ../nbs/00_tiny_models.ipynb #d6fed0d7
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch

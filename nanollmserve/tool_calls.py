@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from dataclasses import fields
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Request
@@ -18,17 +17,16 @@ from pydantic import BaseModel, Field
 from . import sampling, server
 from .server import (ChatHandler, ChatMessage, ChatRequest, OpenAIModel, Text,
                                  bad_request, collect, event_stream, nonempty, one_of,
-                                 render_chat, sse)
-from .structured_output import (SamplingParams, StructuredOutputsParams,
-                                            StructuredServerState, grammar_of)
+                                 render_chat, sse, with_constraint)
+from .structured_output import StructuredOutputsParams, grammar_of
 
 # %% auto #0
-__all__ = ['ToolChoice', 'TOOLS_SYSTEM', 'TOOL_OPEN', 'TOOL_CLOSE', 'CALL_START', 'ROUTES', 'FunctionDef', 'Tool', 'FunctionName',
+__all__ = ['ToolChoice', 'TOOLS_SYSTEM', 'TOOL_OPEN', 'TOOL_CLOSE', 'CALL_START', 'FunctionDef', 'Tool', 'FunctionName',
            'NamedToolChoice', 'FunctionCall', 'ToolCall', 'ToolChatMessage', 'ToolChatRequest', 'check_tools',
            'template_message', 'call_text', 'hermes_messages', 'template_knows_tools', 'tool_chat_prompt', 'call_tag',
-           'tool_constraint', 'json_value_end', 'partial_tag', 'parse_tool_calls', 'ToolCallStream', 'ToolServerState',
-           'ToolChatHandler', 'FunctionCallOut', 'ToolCallOut', 'ToolAssistantMessage', 'ToolChatChoice',
-           'ToolChatCompletionResponse', 'add_tool_chat_routes', 'build_app']
+           'tool_constraint', 'json_value_end', 'partial_tag', 'parse_tool_calls', 'ToolCallStream', 'ToolChatHandler',
+           'FunctionCallOut', 'ToolCallOut', 'ToolAssistantMessage', 'ToolChatChoice', 'ToolChatCompletionResponse',
+           'add_tool_chat_routes', 'ServedTools']
 
 # %% ../nbs/13a_tool_calls.ipynb #fc0a6501
 class FunctionDef(OpenAIModel):
@@ -271,26 +269,10 @@ class ToolCallStream:
             for i, (n, a) in enumerate(calls)]
         return msg
 
-# %% ../nbs/13a_tool_calls.ipynb #c111d84b
-class ToolServerState(StructuredServerState):
-    "Chapter 13's server state, which lets tools through to the chat template and the grammar."
-    def check_request(self, req) -> None:
-        if not isinstance(req, ToolChatRequest): return super().check_request(req)
-        check_tools(req)
-        super().check_request(req.model_copy(update={'tools': None, 'tool_choice': None}))
-
-    def sampling_params(self, req, max_tokens: int | None, logprobs: int | None = None):
-        base = super().sampling_params(req, max_tokens, logprobs)
-        choice = req.effective_tool_choice() if isinstance(req, ToolChatRequest) else 'none'
-        if choice == 'none': return base
-        so = tool_constraint([t.model_dump() for t in req.tools], choice, req.parallel_tool_calls)
-        kw = {f.name: getattr(base, f.name) for f in fields(sampling.SamplingParams)}
-        return SamplingParams(**kw, structured_outputs=so)
-
 # %% ../nbs/13a_tool_calls.ipynb #146b5935
 class ToolChatHandler(ChatHandler):
     "Chapter 9a's chat handler, with tools in the prompt and calls parsed out of the answer."
-    def __init__(self, state: ToolServerState, req: ToolChatRequest):
+    def __init__(self, state: server.ServerState, req: ToolChatRequest):
         self.choice = req.effective_tool_choice()
         self.tools = [t.model_dump(exclude_none=True) for t in req.tools or []]
         super().__init__(state, req)
@@ -359,7 +341,7 @@ class ToolChatCompletionResponse(server.ChatCompletionResponse):
     "A /v1/chat/completions answer, with tool calls."
     choices: list[ToolChatChoice]
 
-def add_tool_chat_routes(app: FastAPI, state: ToolServerState) -> None:
+def add_tool_chat_routes(app: FastAPI, state: server.ServerState) -> None:
     "POST /v1/chat/completions, with tools."
     @app.post('/v1/chat/completions', response_model=ToolChatCompletionResponse,
               responses={**server.STREAMED, **server.ERRORS})
@@ -369,10 +351,15 @@ def add_tool_chat_routes(app: FastAPI, state: ToolServerState) -> None:
         if h.stream: return event_stream(h.events(gen))
         return h.result(gen, await collect(gen, request))
 
-ROUTES = tuple(add_tool_chat_routes if add is server.add_chat_routes else add
-               for add in server.ROUTES)
-
-def build_app(engine, served_model_name: str, **kwargs) -> FastAPI:
-    "Chapter 9a's application, with chapter 13's constraints and this chapter's tools."
-    return server.build_app(engine, served_model_name, state_class=ToolServerState, routes=ROUTES,
-                            **kwargs)
+class ServedTools:
+    "A server extension: tools and tool choices on /v1/chat/completions, as constraints."
+    replaces = {server.add_chat_routes: add_tool_chat_routes}
+    def request_fields(self, req) -> tuple:
+        return ('tools', 'tool_choice') if isinstance(req, ToolChatRequest) else ()
+    def check_request(self, req) -> None:
+        if isinstance(req, ToolChatRequest): check_tools(req)
+    def sampling_params(self, req, params):
+        choice = req.effective_tool_choice() if isinstance(req, ToolChatRequest) else 'none'
+        if choice == 'none': return params
+        so = tool_constraint([t.model_dump() for t in req.tools], choice, req.parallel_tool_calls)
+        return with_constraint(params, so)

@@ -66,7 +66,7 @@ def test_default_server_serves_the_demo_model(default_server):
 
 
 def test_readme_bench_command(default_server, tmp_path):
-    r = subprocess.run(block('sh', 'nanollmserve.bench'), shell=True, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    r = subprocess.run(block('sh', 'nanollmserve.lab.bench'), shell=True, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads((tmp_path / 'result.json').read_text())
     assert (report['completed'], report['failed']) == (report['settings']['num_prompts'], 0), report['errors']

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from nanollmserve import LLM, SamplingParams
-from nanollmserve.bench import free_port
+from nanollmserve.lab.bench import free_port
 from nanollmserve.tiny_models import make_tiny_checkpoint
 
 MODEL = 'tiny-qwen3'
@@ -198,7 +198,7 @@ ENDPOINTS = ['/v1/completions', '/v1/chat/completions', '/v1/responses', '/token
 @pytest.mark.parametrize('path', ENDPOINTS)
 def test_edge_bodies_get_error_objects(server, path):
     "Invalid UTF-8, lone surrogates, NaN, 2**64, deep nesting, a 40 MiB body...: never a 5xx or a dropped connection."
-    from nanollmserve.server import EDGE_BODIES, answer_problem
+    from nanollmserve.lab.measure import EDGE_BODIES, answer_problem
     for name, body in EDGE_BODIES.items():
         r = httpx.post(server.url + path, content=body, headers={'Content-Type': 'application/json'}, timeout=60)
         assert answer_problem(r.status_code, r.headers.get('content-type', ''), r.text) is None, (name, r.text[:200])
@@ -356,7 +356,7 @@ def test_engine_flags_reach_the_engine(ckpt):
 
 def children(pid: int) -> list[int]:
     "Every descendant process of `pid`."
-    from nanollmserve.engine_core import process_tree
+    from nanollmserve.lab.bench import process_tree
     return process_tree(pid)[1:]
 
 
@@ -431,7 +431,7 @@ def lora_server(ckpt, adapters):
 
 
 def test_lora_requests_mixed_equal_peft(lora_server, adapters, ckpt):
-    from nanollmserve.lora import peft_greedy
+    from nanollmserve.lab.measure import peft_greedy
     client = openai.OpenAI(base_url=lora_server.url + '/v1', api_key='unused', max_retries=0)
     cards = {m['id']: m['parent'] for m in httpx.get(lora_server.url + '/v1/models').json()['data']}
     assert cards == {MODEL: None, 'full': MODEL, 'qv': MODEL}
@@ -484,8 +484,8 @@ def test_lora_unload_while_running(lora_server):
     assert r.status_code == 404
 
 
-def test_quantized_serve_equals_offline(ckpt):
-    "--quantization int4 (groups of 32) and the fp8 KV cache: the served greedy text is the offline engine's; LoRA with it exits 1."
+def test_quantized_serve_equals_offline(ckpt, adapters):
+    "--quantization int4 (groups of 32) and the fp8 KV cache: the served greedy text is the offline engine's; with LoRA too."
     s = Server(ckpt, '--num-kv-blocks', '256', '--quantization', 'int4', '--quantization-group-size', '32',
                '--kv-cache-dtype', 'fp8')
     try:
@@ -498,9 +498,18 @@ def test_quantized_serve_equals_offline(ckpt):
         assert got == [r.outputs[0].text for r in ref]
     finally:
         s.stop()
-    bad = subprocess.run([sys.executable, '-m', 'nanollmserve.cli', 'serve', '--model', str(ckpt), '--quantization', 'int4',
-                          '--enable-lora'], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 1 and 'LoRA adapters on quantized weights' in bad.stderr
+    s = Server(ckpt, '--num-kv-blocks', '256', '--quantization', 'int8', '--enable-lora', '--max-lora-rank', '8',
+               '--lora-modules', f"full={adapters['full']}")
+    try:
+        client = openai.OpenAI(base_url=s.url + '/v1', api_key='unused', max_retries=0)
+        got = [client.completions.create(model='full', prompt=p, max_tokens=12, temperature=0).choices[0].text for p in prompts]
+        from nanollmserve.lora import LoRARequest
+        llm = LLM(str(ckpt), num_kv_blocks=256, quantization='int8', enable_lora=True, max_lora_rank=8)
+        ref = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=12), use_tqdm=False,
+                           lora_request=LoRARequest('full', 1, str(adapters['full'])))
+        assert got == [r.outputs[0].text for r in ref]
+    finally:
+        s.stop()
 
 
 # Tensor parallelism (chapter 16): two ranks behind the server; two torchrun "nodes" on loopback.
