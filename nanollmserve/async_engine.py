@@ -103,6 +103,7 @@ def _loop(self: AsyncLLMEngine) -> None:
     with self._lock: rids = list(self._outputs)
     for rid in rids: self._deliver(rid, dead)
 
+# %% ../nbs/09_async_engine.ipynb #ycj6o70y
 @patch
 def _drain_inbox(self: AsyncLLMEngine) -> None:
     while True:
@@ -188,6 +189,7 @@ async def add_request(self: AsyncLLMEngine, prompt, params: SamplingParams,
         self.abort(rid); raise
     return RequestStream(self, rid, q)
 
+# %% ../nbs/09_async_engine.ipynb #y1c3h4so
 @patch
 async def generate(self: AsyncLLMEngine, prompt, params: SamplingParams,
                    request_id: str | None = None) -> AsyncIterator[RequestOutput]:

@@ -117,6 +117,7 @@ def add_serve_parser(sub) -> None:
                    help='serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter')
     add_engine_arguments(s)
 
+# %% ../nbs/90_cli.ipynb #wguhs0n7
 def build_parser() -> argparse.ArgumentParser:
     "The `nanollmserve` command line: its two subcommands, with every registered engine part's flags."
     load_parts()
@@ -135,6 +136,7 @@ def prompt_ids(tokenizer, prompt: str, chat: bool) -> list[int]:
                                          add_generation_prompt=True)
     return tokenizer.encode(text, add_special_tokens=False)
 
+# %% ../nbs/90_cli.ipynb #vqiax72d
 def run_generate(args) -> None:
     "The `generate` subcommand: stream the text to stdout, stats to stderr."
     import time
@@ -213,6 +215,7 @@ def lora_modules(values: list[str] | None) -> dict[str, str]:
         out[name] = path
     return out
 
+# %% ../nbs/90_cli.ipynb #mmcq5w5n
 def serve_extensions(checked: EngineArgs, args) -> list:
     "The server extensions of chapters 10-14 for an engine of `checked` arguments."
     from nanollmserve.metrics import ServedMetrics
@@ -226,6 +229,7 @@ def serve_extensions(checked: EngineArgs, args) -> list:
         out.append(ServedAdapters(adapters, checked.max_lora_rank, args.allow_runtime_lora_updating))
     return out
 
+# %% ../nbs/90_cli.ipynb #7bhrlyft
 def run_serve(args) -> int:
     "The `serve` subcommand: build the engine, run the server until interrupted; the exit status."
     import uvicorn

@@ -207,7 +207,10 @@ INLINE __m512 exp16(__m512 x) {
     p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, n);
 }
+'''
 
+# %% ../nbs/06a_cpu_kernel.ipynb #4mjigg2l
+AVX512_SOFTMAX_SOURCE += r'''
 /* softmax_rows 16 scores at a time; the last few of a row under a mask. */
 INLINE void softmax_rows_avx512(float *scores, int Hq, int ctx) {
     for (int h = 0; h < Hq; h++) {
@@ -265,7 +268,10 @@ PAGED_DECODE(decode_any, 0, qk_scores, SOFTMAX_ROWS)
 PAGED_DECODE(decode_32, 32, QK_SCORES_16, SOFTMAX_ROWS)
 PAGED_DECODE(decode_64, 64, QK_SCORES_16, SOFTMAX_ROWS)
 PAGED_DECODE(decode_128, 128, QK_SCORES_16, SOFTMAX_ROWS)
+'''
 
+# %% ../nbs/06a_cpu_kernel.ipynb #s5zfn0pi
+DRIVER_SOURCE += r'''
 int kernel_lanes(void) {      /* 16: the AVX-512 passes are in; 1: the portable ones */
 #ifdef KERNEL_AVX512
     return 16;

@@ -111,6 +111,7 @@ def all_reduce(x: torch.Tensor) -> torch.Tensor:
         COMM.add('all_reduce', x.nbytes, start)
     return x
 
+# %% ../nbs/16_tensor_parallel.ipynb #ulx1holl
 class RowParallelLinear(ShardedLinear):
     "A rank's columns; the partial outputs are summed across ranks."
     def read_shard(self, full, shard: int | None):
@@ -161,6 +162,7 @@ def gather_logits(local: torch.Tensor, rank: int, world: int, vocab: int) -> tor
     COMM.add('gather', local.nbytes, start)
     return torch.cat(parts, -1)[..., :vocab] if rank == 0 else None
 
+# %% ../nbs/16_tensor_parallel.ipynb #setggil5
 class VocabParallelEmbedding(nn.Module):
     "A rank's rows of the token table: embeddings by an all-reduce, logits gathered on rank 0."
     def __init__(self, num_embeddings: int, embedding_dim: int, rank: int | None = None,
@@ -249,29 +251,35 @@ class RowParallelQuantLinear(QuantLinear):
         else: self.register_buffer('fweight', w[:, cols].clone())
         self.in_features, self.staged = cols.stop - cols.start, None
 
-    def rounds_output(self, x: torch.Tensor) -> bool:
-        "Whether the whole layer would take PyTorch's int4 kernel, which rounds to bfloat16."
-        rows = x.numel() // x.shape[-1]
-        return self.format == 'int4' and x.dtype == torch.float32 and 0 < rows < DEQUANTIZE_ROWS
+# %% ../nbs/16_tensor_parallel.ipynb #nkhvoc77
+@patch
+def rounds_output(self: RowParallelQuantLinear, x: torch.Tensor) -> bool:
+    "Whether the whole layer would take PyTorch's int4 kernel, which rounds to bfloat16."
+    rows = x.numel() // x.shape[-1]
+    return self.format == 'int4' and x.dtype == torch.float32 and 0 < rows < DEQUANTIZE_ROWS
 
-    def partial(self, x: torch.Tensor) -> torch.Tensor:
-        "This rank's share of the output, in float32, bias left out."
-        bias, self.bias = self.bias, None
-        try:
-            if not self.rounds_output(x): return super().forward(x)
-            w = load_quant_kernels(required=True).int4_dequant(
-                self.qweight, self.scales_and_zeros, self.group_size,
-                torch.empty(self.out_features, self.in_features))
-            return F.linear(x.to(torch.bfloat16).float(), w)
-        finally: self.bias = bias
+@patch
+def partial(self: RowParallelQuantLinear, x: torch.Tensor) -> torch.Tensor:
+    "This rank's share of the output, in float32, bias left out."
+    bias, self.bias = self.bias, None
+    try:
+        if not self.rounds_output(x): return QuantLinear.forward(self, x)
+        w = load_quant_kernels(required=True).int4_dequant(
+            self.qweight, self.scales_and_zeros, self.group_size,
+            torch.empty(self.out_features, self.in_features))
+        return F.linear(x.to(torch.bfloat16).float(), w)
+    finally: self.bias = bias
 
-    def finish(self, y: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
-        "The summed output, rounded as the whole layer's kernel rounds it, with the bias."
-        if x is not None and self.rounds_output(x): y = y.to(torch.bfloat16).to(x.dtype)
-        return y if self.bias is None else y + self.bias
+@patch
+def finish(self: RowParallelQuantLinear, y: torch.Tensor,
+           x: torch.Tensor | None = None) -> torch.Tensor:
+    "The summed output, rounded as the whole layer's kernel rounds it, with the bias."
+    if x is not None and self.rounds_output(x): y = y.to(torch.bfloat16).to(x.dtype)
+    return y if self.bias is None else y + self.bias
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.finish(all_reduce(self.partial(x)), x)
+@patch
+def forward(self: RowParallelQuantLinear, x: torch.Tensor) -> torch.Tensor:
+    return self.finish(all_reduce(self.partial(x)), x)
 
 # %% ../nbs/16_tensor_parallel.ipynb #16q00007
 class Int8VocabParallelEmbedding(Int8Embedding):

@@ -247,6 +247,7 @@ class SchedulerArgs:
                   'max_num_batched_tokens', self.max_num_batched_tokens,
                   'must be a positive integer')
 
+# %% ../nbs/05a_engine.ipynb #ugf6yijj
 @engine_args('device')
 @dataclass
 class DeviceArgs:
@@ -298,6 +299,7 @@ class Section:
         values = [f"{f}={getattr(p, f)!r}" for p in self.parts for f in p.__dataclass_fields__]
         return f"{self.name}({', '.join(values)})"
 
+# %% ../nbs/05a_engine.ipynb #trqt2vgg
 class EngineArgs:
     "The engine's arguments with vLLM's flat names, checked and grouped into config sections."
     def __init__(self, model: str | None = None, **kwargs):
@@ -448,6 +450,7 @@ class Request:
     stream: bool                       # reported at every step, not only when finished
     error: str | None = None
 
+# %% ../nbs/05a_engine.ipynb #g68sfk4l
 class RequestOutputs:
     "The engine's default reports: vLLM's `RequestOutput`, the text decoded in the engine."
     text = True              # the engine decodes text
@@ -538,6 +541,7 @@ def check_request(self: LLMEngine, prompt, params: SamplingParams | None = None,
         if hasattr(c, 'check_request'): c.check_request(params, **mine[id(c)])
     return text, ids, max_tokens, mine
 
+# %% ../nbs/05a_engine.ipynb #sau3evmb
 @patch
 def add_request(self: LLMEngine, request_id: str, prompt, params: SamplingParams | None = None,
                 stream: bool = False, arrival_time: float | None = None, **request_args) -> None:
@@ -586,6 +590,7 @@ def step(self: LLMEngine) -> list:
         if done: del self.requests[rid]
     return outputs
 
+# %% ../nbs/05a_engine.ipynb #yrox0olp
 @patch
 def _fail_reported(self: LLMEngine) -> list:
     "End the requests that components report failed (`failed_requests`: [(request id, error)])."
@@ -626,6 +631,7 @@ def _stop_reason(self: LLMEngine, seq: Sequence, token: int) -> str | None:
     seq.text += text
     return reason
 
+# %% ../nbs/05a_engine.ipynb #e401miv8
 @patch
 def _finish(self: LLMEngine, seq: Sequence, reason: str) -> None:
     if seq.detokenizer: seq.text += seq.detokenizer.finish()
@@ -678,6 +684,7 @@ def stat_docs(self: LLMEngine) -> dict[str, str]:
     "What the components' counts in `stats()` mean, by key, for whoever exports them."
     return {k: v for docs in self.hooks('stat_docs') for k, v in docs.items()}
 
+# %% ../nbs/05a_engine.ipynb #2duxbht2
 @patch
 def fail_all(self: LLMEngine, error: Exception) -> list[RequestOutput]:
     "End every request in flight with `error`; return their final outputs."
@@ -709,6 +716,7 @@ def per_prompt(value, n: int, what: str) -> list:
         raise ValueError(f"got {len(values)} {what} for {n} prompts; pass one, or one per prompt")
     return values
 
+# %% ../nbs/05a_engine.ipynb #125ey8se
 class LLM:
     "vLLM's offline API: `LLM(model).generate(prompts, sampling_params) -> list[RequestOutput]`."
     def __init__(self, model: str | None = None, **engine_args):
@@ -716,40 +724,43 @@ class LLM:
         self.tokenizer = self.engine.tokenizer
         self._counter = 0
 
-    def generate(self, prompts,
-                 sampling_params: SamplingParams | list[SamplingParams] | None = None,
-                 use_tqdm: bool = True, **request_args) -> list[RequestOutput]:
-        """Generate for all prompts with continuous batching; outputs in prompt order.
-        `request_args` go to `add_request`: one value for all prompts, or a list, one per prompt."""
-        if isinstance(prompts, (str, dict)): prompts = [prompts]
-        prompts = list(prompts)
-        if sampling_params is None: sampling_params = SamplingParams()
-        params = per_prompt(sampling_params, len(prompts), 'SamplingParams')
-        extra = {k: per_prompt(v, len(prompts), k) for k, v in request_args.items()}
-        for i, (prompt, p) in enumerate(zip(prompts, params)):   # validate all, then queue
-            self.engine.check_request(prompt, p, **{k: v[i] for k, v in extra.items()})
-        ids = [f"offline-{self._counter + i}" for i in range(len(prompts))]
-        self._counter += len(prompts)
-        from tqdm.auto import tqdm
-        results, produced, start = {}, 0, time.perf_counter()
-        try:
-            for i, (rid, prompt, p) in enumerate(zip(ids, prompts, params)):
-                self.engine.add_request(rid, prompt, p, **{k: v[i] for k, v in extra.items()})
-            with tqdm(total=len(prompts), desc='Processed prompts', disable=not use_tqdm,
-                      dynamic_ncols=True) as bar:
-                while self.engine.has_unfinished_requests():
-                    for out in self.engine.step():
-                        if not out.finished: continue
-                        results[out.request_id] = out
-                        produced += sum(len(o.token_ids) for o in out.outputs)
-                        bar.update(1)
-                        rate = produced / (time.perf_counter() - start)
-                        bar.set_postfix_str(f"output {rate:.0f} tok/s")
-        finally:
-            for rid in ids:
-                if rid not in results: self.engine.abort_request(rid)
-        return [results[rid] for rid in ids]
 
     def shutdown(self) -> None: self.engine.shutdown()
     def __enter__(self): return self
     def __exit__(self, *exc) -> None: self.shutdown()
+
+# %% ../nbs/05a_engine.ipynb #jbkwh2o9
+@patch
+def generate(self: LLM, prompts,
+             sampling_params: SamplingParams | list[SamplingParams] | None = None,
+             use_tqdm: bool = True, **request_args) -> list[RequestOutput]:
+    """Generate for all prompts with continuous batching; outputs in prompt order.
+    `request_args` go to `add_request`: one value for all prompts, or a list, one per prompt."""
+    if isinstance(prompts, (str, dict)): prompts = [prompts]
+    prompts = list(prompts)
+    if sampling_params is None: sampling_params = SamplingParams()
+    params = per_prompt(sampling_params, len(prompts), 'SamplingParams')
+    extra = {k: per_prompt(v, len(prompts), k) for k, v in request_args.items()}
+    for i, (prompt, p) in enumerate(zip(prompts, params)):   # validate all, then queue
+        self.engine.check_request(prompt, p, **{k: v[i] for k, v in extra.items()})
+    ids = [f"offline-{self._counter + i}" for i in range(len(prompts))]
+    self._counter += len(prompts)
+    from tqdm.auto import tqdm
+    results, produced, start = {}, 0, time.perf_counter()
+    try:
+        for i, (rid, prompt, p) in enumerate(zip(ids, prompts, params)):
+            self.engine.add_request(rid, prompt, p, **{k: v[i] for k, v in extra.items()})
+        with tqdm(total=len(prompts), desc='Processed prompts', disable=not use_tqdm,
+                  dynamic_ncols=True) as bar:
+            while self.engine.has_unfinished_requests():
+                for out in self.engine.step():
+                    if not out.finished: continue
+                    results[out.request_id] = out
+                    produced += sum(len(o.token_ids) for o in out.outputs)
+                    bar.update(1)
+                    rate = produced / (time.perf_counter() - start)
+                    bar.set_postfix_str(f"output {rate:.0f} tok/s")
+    finally:
+        for rid in ids:
+            if rid not in results: self.engine.abort_request(rid)
+    return [results[rid] for rid in ids]

@@ -252,6 +252,7 @@ async def add_request(self: EngineCoreClient, prompt, params: SamplingParams,
         self.abort(rid); raise
     return RequestStream(self, rid, track.q)
 
+# %% ../nbs/11_engine_core.ipynb #nyrb2kxt
 @patch
 def abort(self: EngineCoreClient, request_id: str) -> None:
     "Abort a request from any thread; the core frees its blocks."

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from fastcore.basics import patch
 
 from .engine import arg, arg_rule, check_arg, engine_args, is_pos_int
 from .model import CausalLM, causal_attention, sdpa
@@ -102,6 +103,7 @@ def reference_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: 
     mask = torch.arange(width, device=q.device)[None, :] < context_lens[:, None]
     return sdpa(q[:, None], keys, values, mask=mask[:, None, None, :])[:, 0]
 
+# %% ../nbs/06_paged_attention.ipynb #3vg0jqua
 class PagedAttention:
     "Attention backend for one step over a paged KV cache."
     def __init__(self, cache: PagedKVCache, seqs, num_new: list[int], num_decodes: int):
@@ -131,20 +133,22 @@ class PagedAttention:
             decode_slots = torch.tensor(slots[:len(rows)], dtype=torch.long, device=dev)
             self.slot_mapping = torch.cat([decode_slots] + [s for s in slots[len(rows):]])
 
-    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor,
-                 v: torch.Tensor) -> torch.Tensor:
-        kc, vc = self.cache.k[layer], self.cache.v[layer]
-        flat_k, flat_v = kc.view(-1, *kc.shape[2:]), vc.view(-1, *vc.shape[2:])
-        flat_k[self.slot_mapping] = k
-        flat_v[self.slot_mapping] = v
-        d, out = self.num_decodes, torch.empty_like(q)
-        if d: out[:d] = self.cache.decode_fn(q[:d], kc, vc, self.block_tables, self.context_lens,
-                                             q.shape[-1] ** -0.5)
-        off = d
-        for start, n, ctx_slots in self.prefills:
-            o = causal_attention(q[off:off + n], flat_k[ctx_slots], flat_v[ctx_slots], start)
-            out[off:off + n] = o; off += n
-        return out
+# %% ../nbs/06_paged_attention.ipynb #sbou7k1b
+@patch
+def __call__(self: PagedAttention, layer: int, q: torch.Tensor, k: torch.Tensor,
+             v: torch.Tensor) -> torch.Tensor:
+    kc, vc = self.cache.k[layer], self.cache.v[layer]
+    flat_k, flat_v = kc.view(-1, *kc.shape[2:]), vc.view(-1, *vc.shape[2:])
+    flat_k[self.slot_mapping] = k
+    flat_v[self.slot_mapping] = v
+    d, out = self.num_decodes, torch.empty_like(q)
+    if d: out[:d] = self.cache.decode_fn(q[:d], kc, vc, self.block_tables, self.context_lens,
+                                         q.shape[-1] ** -0.5)
+    off = d
+    for start, n, ctx_slots in self.prefills:
+        o = causal_attention(q[off:off + n], flat_k[ctx_slots], flat_v[ctx_slots], start)
+        out[off:off + n] = o; off += n
+    return out
 
 # %% ../nbs/06_paged_attention.ipynb #3c0eeed8
 class PagedKVCache:

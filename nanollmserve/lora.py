@@ -216,6 +216,7 @@ class LoRAState:
         self.scales = [0.0] * (max_loras + 1)      # per slot: its adapter's scale
         self.ctx: LoRAContext | None = None
 
+# %% ../nbs/14_lora.ipynb #87ao0fyt
 class LoRALinear(nn.Module):
     "A projection with adapter slots beside it: `base(x)` plus each token's adapter's delta."
     def __init__(self, base: nn.Module, state: LoRAState):
@@ -422,6 +423,7 @@ def request_added(self: LoRAManager, req, lora_request: LoRARequest | None = Non
     adapter = self.get(lora_request)
     for seq in req.seqs: self.adapters[seq.seq_id] = adapter
 
+# %% ../nbs/14_lora.ipynb #lrdk5mi7
 @patch
 def can_admit(self: LoRAManager, seq) -> bool:
     "Its adapter is in a live slot, or a slot is free for it (the base model needs none)."

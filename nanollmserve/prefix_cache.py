@@ -22,6 +22,7 @@ def block_hash(parent: int | None, tokens: tuple[int, ...]) -> int:
     "The identity of a full block: its tokens, chained to the hash of the block before it."
     return hash((parent, tokens))
 
+# %% ../nbs/07_prefix_caching.ipynb #tl4ecxy7
 class PrefixCachingBlockManager(BlockManager):
     "A block manager whose full blocks are hashed, shared by reference count and evicted LRU."
     def __init__(self, num_blocks: int, block_size: int, salt: Callable | None = None):

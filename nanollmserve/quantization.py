@@ -223,7 +223,10 @@ void int8_dequant(const int8_t *q, const float *scale, float *out, int N, int K,
 static inline float bf16_to_float(uint16_t b) {
     union { uint32_t u; float f; } v; v.u = (uint32_t)b << 16; return v.f;
 }
+'''
 
+# %% ../nbs/15_quantization.ipynb #5c0ruapr
+QUANT_SOURCE += r'''
 /* Blocks of `block` rows: [K][block/2] bytes, row j in the low nibble of byte j and row
    j + block/2 in the high one (halves), or rows 2j and 2j + 1 in byte j (pairs); the last
    N % block rows: [K][(N % block) / 2] bytes of pairs. scales_and_zeros bfloat16 [K/g][N][2];
@@ -731,13 +734,11 @@ INLINE float dot16(const float *a, const float *b, int D) {
 
 # %% ../nbs/15_quantization.ipynb #d655fc4e
 FP8_DECODE_SOURCE += r'''
-/* q [B, Hq, D] float32; k, v [blocks, bs, Hkv, D] uint8; ks, vs [blocks, bs, Hkv] float32. */
 void fp8_paged_decode(const float *q, const uint8_t *k, const uint8_t *v, const float *ks,
                       const float *vs, const int32_t *tables, const int32_t *lens, int B, int Hq,
                       int Hkv, int D, int bs, int max_blocks, float scale, float *out,
                       int nthreads) {
-    const int G = Hq / Hkv;
-    const float two120 = 1.329228e36f;                           /* 2^120 */
+    const int G = Hq / Hkv; const float two120 = 1.329228e36f;       /* 2^120 */
     #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads(nthreads)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < Hkv; h++) {

@@ -28,6 +28,7 @@ class SequenceStatus(enum.Enum):
 
 _seq_ids = itertools.count()
 
+# %% ../nbs/05_scheduler.ipynb #b3dtka0q
 class Sequence:
     "One sequence of a request: its tokens, what the cache holds of it, and its sampling state."
     def __init__(self, request_id: str, index: int, prompt_token_ids: list[int],
@@ -110,6 +111,7 @@ class SchedulerOutput:
     @property
     def num_tokens(self) -> int: return sum(self.num_new)
 
+# %% ../nbs/05_scheduler.ipynb #96pzk9y0
 class Scheduler:
     "Waiting and running queues; each step: decode the running, then admit the waiting that fit."
     def __init__(self, cache: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int,

@@ -139,6 +139,7 @@ class StreamOptions(OpenAIModel):
     "Options of a streamed answer."
     include_usage: bool = Field(False, description='a last chunk with the usage')
 
+# %% ../nbs/09a_server.ipynb #xzle8d8b
 UNSUPPORTED = ('logit_bias', 'suffix', 'prompt_logprobs', 'min_tokens', 'guided_json',
                'guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs', 'functions')
 REFUSED = 'not supported by this server: refused unless empty'
@@ -920,6 +921,7 @@ class ResponseUsage(BaseModel):
     input_tokens_details: dict[str, int]
     output_tokens_details: dict[str, int]
 
+# %% ../nbs/09a_server.ipynb #8ytrkqdz
 class ResponseObject(BaseModel):
     "A /v1/responses answer (and the `response` of its first and last streamed events)."
     id: str

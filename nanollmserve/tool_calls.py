@@ -341,6 +341,7 @@ class ToolChatCompletionResponse(server.ChatCompletionResponse):
     "A /v1/chat/completions answer, with tool calls."
     choices: list[ToolChatChoice]
 
+# %% ../nbs/13a_tool_calls.ipynb #24lo9uew
 def add_tool_chat_routes(app: FastAPI, state: server.ServerState) -> None:
     "POST /v1/chat/completions, with tools."
     @app.post('/v1/chat/completions', response_model=ToolChatCompletionResponse,

@@ -65,6 +65,7 @@ def attend_tile(q, m, l, acc, k_ptr, v_ptr, table_ptr, pos, p_ok, visible, kv_he
     acc = acc * alpha[:, None] + tl.dot(p, v, input_precision=PRECISION)
     return m_new, l * alpha + tl.reduce(p, 1, tl.standard._sum_combine), acc
 
+# %% ../nbs/17_triton_attention.ipynb #j3qryc4n
 @_jit
 def paged_decode_kernel(q_ptr, k_ptr, v_ptr, tables_ptr, lens_ptr, acc_ptr, ml_ptr, scale,
                         q_stride_s, q_stride_h, c_stride_b, c_stride_t, c_stride_h, table_stride,
