@@ -442,7 +442,7 @@ arg_rule('quantization', 'tensor_parallel_size',
     lambda args: args.tensor_parallel_size == 1
     or (args.quantization or checkpoint_quantization(args.model)) != 'compressed-tensors')
 arg_rule('device', 'tensor_parallel_size', 'the group runs on the CPU (gloo), not yet on CUDA')(
-    lambda args: args.tensor_parallel_size == 1 or args.device.split(':')[0] == 'cpu')
+    lambda args: args.tensor_parallel_size == 1 or args.device.split(':')[0] == 'cpu');
 
 # %% ../nbs/16_tensor_parallel.ipynb #4a49fce4
 def send_plan(plan: tuple) -> None:
