@@ -5,7 +5,9 @@
 
 Like `jupyter nbconvert --execute --inplace`, but cells marked `#| eval: false` are skipped, as nbdev_test
 and Quarto skip them. Slow cells run (their outputs are the plots); `#| gpu` cells are skipped unless
---gpu is given; with --keep bench, cells flagged `#| bench` are not run and keep their saved outputs.
+--gpu is given; with --keep bench, cells flagged `#| bench` are not run and keep their saved outputs;
+with --keep-output N, cell N runs but keeps its saved output (an output measured on another machine,
+say one whose instruction set this one lacks, when the cells after it need its state).
 A cell that raises stops the run and nothing is written.
 """
 import argparse
@@ -24,6 +26,7 @@ class SkippingClient(NotebookClient):
     "Runs every code cell except those with `#| eval: false` (and `#| gpu` ones when asked)."
     skip_flags: tuple = ()
     keep_flags: tuple = ()      # not run, their saved outputs kept (say, `bench` cells)
+    keep_outputs: tuple = ()    # cell indices run but their saved outputs kept
 
     def _skip(self, cell) -> bool:
         src = cell.source
@@ -37,6 +40,11 @@ class SkippingClient(NotebookClient):
         if cell.cell_type == 'code' and self._skip(cell):
             cell.outputs = []
             return cell
+        if cell_index in self.keep_outputs:
+            saved = cell.outputs
+            await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            cell.outputs = saved
+            return cell
         return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
 
@@ -47,6 +55,8 @@ def main():
     ap.add_argument('--timeout', type=int, default=1800, help='seconds per cell')
     ap.add_argument('--keep', action='append', default=[], metavar='FLAG',
                     help='do not run cells with this flag (say, bench): keep their saved outputs')
+    ap.add_argument('--keep-output', action='append', default=[], type=int, metavar='N',
+                    help='run cell N (its index in the notebook) but keep its saved output')
     args = ap.parse_args()
     paths = args.notebooks or sorted((ROOT / 'nbs').glob('[0-9]*.ipynb'))
     for path in paths:
@@ -55,6 +65,7 @@ def main():
                                 resources={'metadata': {'path': str(path.parent)}})
         client.skip_flags = () if args.gpu else ('gpu',)
         client.keep_flags = tuple(args.keep)
+        client.keep_outputs = tuple(args.keep_output)
         print(f'executing {path} ...', flush=True)
         client.execute()
         nbformat.write(nb, path)
