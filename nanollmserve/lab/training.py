@@ -340,8 +340,8 @@ def sequence_unlikelihood(model, stream: torch.Tensor, cfg: UnlikelihoodConfig, 
     x = windows(stream, cfg.batch, cfg.prefix, g)
     model.eval()
     with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16, enabled=cfg.bf16):
-        full = model.generate(x, max_new_tokens=cfg.continuation, do_sample=False,
-                              eos_token_id=None, pad_token_id=0)
+        full = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False,
+                              max_new_tokens=cfg.continuation, eos_token_id=None, pad_token_id=0)
     model.train()
     y, mask = full[:, cfg.prefix:], repeat_mask(full[:, cfg.prefix:])
     with torch.autocast('cpu', dtype=torch.bfloat16, enabled=cfg.bf16):
