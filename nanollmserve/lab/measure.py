@@ -184,23 +184,23 @@ def cache_bytes(cache) -> int:
 
 def compare_same_memory(rows: int = 8, max_model_len: int = 2048, block_size: int = 16, n: int = 64,
                         seed: int = 0, model: str = 'nanollmserve-tiny-qwen3',
-                        device: str = 'cpu') -> list[dict]:
-    "A W1 burst on a contiguous cache of `rows` rows and on a paged cache of the same bytes."
+                        device: str = 'cpu', repeats: int = 1) -> list[dict]:
+    "A W1 burst on a contiguous cache of `rows` rows and on a paged one of the same bytes; `repeats` rounds."
     settings = [dict(kv_cache='contiguous', max_num_seqs=rows),
                 dict(kv_cache='paged', max_num_seqs=n, block_size=block_size,
                      num_kv_blocks=rows * max_model_len // block_size)]
     out = []
-    for kw in settings:
-        engine = fresh_engine(model, max_model_len=max_model_len, device=device,
-                              **kw)
-        rec = SeqsPerStep(); engine.stat_loggers.append(rec)
-        s = summarize(replay(engine, w1_workload(engine.model.config.vocab_size, n,
-                                                 seed=seed).requests()))
-        out.append(dict(cache=kw['kv_cache'], kv_bytes=cache_bytes(engine.cache),
-                        mean_seqs=float(np.mean(rec.seqs_per_step)),
-                        max_seqs=max(rec.seqs_per_step),
-                        preemptions=engine.stats()['num_preemptions'], **s))
-        del engine
+    for run in range(repeats):
+        for kw in settings:
+            engine = fresh_engine(model, max_model_len=max_model_len, device=device, **kw)
+            rec = SeqsPerStep(); engine.stat_loggers.append(rec)
+            s = summarize(replay(engine, w1_workload(engine.model.config.vocab_size, n,
+                                                     seed=seed).requests()))
+            out.append(dict(cache=kw['kv_cache'], run=run, kv_bytes=cache_bytes(engine.cache),
+                            mean_seqs=float(np.mean(rec.seqs_per_step)),
+                            max_seqs=max(rec.seqs_per_step),
+                            preemptions=engine.stats()['num_preemptions'], **s))
+            del engine
     return out
 
 # %% ../../nbs/06a_cpu_kernel.ipynb #lab0677ca
