@@ -5,8 +5,9 @@
 
 Like `jupyter nbconvert --execute --inplace`, but cells marked `#| eval: false` are skipped, as nbdev_test
 and Quarto skip them. Slow cells run (their outputs are the plots); `#| gpu` cells are skipped unless
---gpu is given; with --keep bench, cells flagged `#| bench` are not run and keep their saved outputs;
-with --keep-output N, cell N runs but keeps its saved output (an output measured on another machine,
+--gpu is given; `#| train` cells (they retrain the packaged demo models) keep their saved outputs
+unless --train is given; with --keep bench, cells flagged `#| bench` are not run and keep their saved
+outputs; with --keep-output N, cell N runs but keeps its saved output (an output measured on another machine,
 say one whose instruction set this one lacks, when the cells after it need its state).
 A cell that raises stops the run and nothing is written.
 """
@@ -55,6 +56,9 @@ def main():
     ap.add_argument('--timeout', type=int, default=1800, help='seconds per cell')
     ap.add_argument('--keep', action='append', default=[], metavar='FLAG',
                     help='do not run cells with this flag (say, bench): keep their saved outputs')
+    ap.add_argument('--train', action='store_true',
+                    help='also run #| train cells (they retrain the packaged demo models: many minutes); '
+                         'without it they are kept like --keep train')
     ap.add_argument('--keep-output', action='append', default=[], type=int, metavar='N',
                     help='run cell N (its index in the notebook) but keep its saved output')
     args = ap.parse_args()
@@ -64,7 +68,7 @@ def main():
         client = SkippingClient(nb, timeout=args.timeout, kernel_name='python3',
                                 resources={'metadata': {'path': str(path.parent)}})
         client.skip_flags = () if args.gpu else ('gpu',)
-        client.keep_flags = tuple(args.keep)
+        client.keep_flags = tuple(args.keep) + (() if args.train else ('train',))
         client.keep_outputs = tuple(args.keep_output)
         print(f'executing {path} ...', flush=True)
         client.execute()
