@@ -7,8 +7,9 @@ Like `jupyter nbconvert --execute --inplace`, but cells marked `#| eval: false` 
 and Quarto skip them. Slow cells run (their outputs are the plots); `#| gpu` cells are skipped unless
 --gpu is given; `#| train` cells (they retrain the packaged demo models) keep their saved outputs
 unless --train is given; with --keep bench, cells flagged `#| bench` are not run and keep their saved
-outputs; with --keep-output N, cell N runs but keeps its saved output (an output measured on another machine,
-say one whose instruction set this one lacks, when the cells after it need its state).
+outputs; with --keep-output N, cell N (an index: it shifts when cells are added) runs but keeps its
+saved output: an output measured on another machine, say one whose instruction set this one lacks, when
+the cells after it need its state.
 A cell that raises stops the run and nothing is written.
 """
 import argparse

@@ -185,7 +185,7 @@ def cache_bytes(cache) -> int:
 def compare_same_memory(rows: int = 8, max_model_len: int = 2048, block_size: int = 16, n: int = 64,
                         seed: int = 0, model: str = 'nanollmserve-tiny-qwen3',
                         device: str = 'cpu', repeats: int = 1) -> list[dict]:
-    "A W1 burst on a contiguous cache of `rows` rows and on a paged one of the same bytes; `repeats` rounds."
+    "W1 on a contiguous cache of `rows` rows and on a paged one of the same bytes, `repeats` times."
     settings = [dict(kv_cache='contiguous', max_num_seqs=rows),
                 dict(kv_cache='paged', max_num_seqs=n, block_size=block_size,
                      num_kv_blocks=rows * max_model_len // block_size)]
