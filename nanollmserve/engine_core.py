@@ -165,6 +165,7 @@ class EngineCoreClient:
         self._detok_tokenizer = load_tokenizer(self.model_path)  # for outputs (the reader thread)
         self.stat_loggers: list = []
         self._lock, self._tracks, self._pending = threading.Lock(), {}, 0
+        self._reap_lock = threading.Lock()           # one thread at a time waits on the process
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
         self._running = self._stopping = self.dead = False
         self.on_dead: list = []                      # callbacks: the core died on its own
@@ -326,8 +327,16 @@ def dead_reason(self: EngineCoreClient) -> str:
     return "the server is shutting down" if self._stopping else "the engine is not running"
 
 @patch
+def _reap(self: EngineCoreClient, timeout: float, kill: bool = False) -> None:
+    """Wait up to `timeout` s for the core process to exit; then kill it if `kill`. One thread at a
+    time: CPython's `Process.join` in two threads at once can return before the exit code is set."""
+    with self._reap_lock:
+        self.proc.join(timeout)
+        if kill and self.proc.is_alive(): self.proc.kill(); self.proc.join()
+
+@patch
 def _core_gone(self: EngineCoreClient) -> None:
-    self.proc.join(5)
+    self._reap(5)
     with self._lock:
         self.dead, self._running = not self._stopping, False
         tracks, self._tracks, self._pending = list(self._tracks.values()), {}, 0
@@ -349,8 +358,7 @@ def shutdown(self: EngineCoreClient, timeout: float = 10.0) -> None:
     if not self._threads:                            # never started: nobody sends for us
         try: send_msg(self._requests, [pickle.dumps(('shutdown', None))])
         except (OSError, ValueError): pass
-    self.proc.join(timeout)
-    if self.proc.is_alive(): self.proc.kill(); self.proc.join()
+    self._reap(timeout, kill=True)
     if self._threads:
         for t in self._threads: t.join(timeout)
     else: self._core_gone()
