@@ -16,7 +16,8 @@ for _name in ('torchao', 'torch.utils._pytree'): _logging.getLogger(_name).setLe
 import importlib as _importlib
 
 PART_MODULES = ('kv_cache', 'cpu_kernel', 'fused_ops', 'prefix_cache', 'chunked_prefill',
-                'spec_decode', 'structured_output', 'lora', 'quantization', 'distributed', 'gpu')
+                'spec_decode', 'structured_output', 'lora', 'quantization', 'distributed', 'gpu',
+                'small_m')
 
 def load_parts() -> None:
     "Import every module of `PART_MODULES`: engines built afterwards have every chapter's parts."
