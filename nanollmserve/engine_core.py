@@ -320,7 +320,7 @@ def _read_loop(self: EngineCoreClient) -> None:
 EngineCoreClient.stats = AsyncLLMEngine.stats              # both keep `_stats` and `_pending`
 EngineCoreClient.num_waiting = AsyncLLMEngine.num_waiting
 
-# %% ../nbs/11_engine_core.ipynb #0129d7ba
+# %% ../nbs/11_engine_core.ipynb #ba201bf8
 @patch(as_prop=True)
 def dead_reason(self: EngineCoreClient) -> str:
     if self.dead: return f"the engine core process died (exit code {self.proc.exitcode})"
@@ -334,6 +334,8 @@ def _reap(self: EngineCoreClient, timeout: float, kill: bool = False) -> None:
         self.proc.join(timeout)
         if kill and self.proc.is_alive(): self.proc.kill(); self.proc.join()
 
+
+# %% ../nbs/11_engine_core.ipynb #761b468d
 @patch
 def _core_gone(self: EngineCoreClient) -> None:
     self._reap(5)
