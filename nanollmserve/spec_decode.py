@@ -5,6 +5,7 @@
 # %% ../nbs/12_spec_decode.ipynb #dceccacf
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -14,15 +15,14 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .engine import EngineArgs, arg, arg_rule, assemble, engine_args
-from .kv_cache import PagedKVCache
+from .engine import EngineArgs, ModelRunner, arg, arg_rule, assemble, engine_args
 from .loader import load_tokenizer
 from .sampling import _gather_logprobs, apply_penalties, draw_tokens, sampling_probs
 
 # %% auto #0
-__all__ = ['DRAFT_ARGS', 'ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'SpeculativeConfig', 'NgramProposer',
-           'Speculator', 'SpeculativeArgs', 'speculation_needs_paged', 'DraftState', 'DraftModelProposer',
-           'load_draft_proposer', 'first_layers']
+__all__ = ['DECODE_FEED', 'DRAFT_ARGS', 'ngram_propose', 'verify_drafts', 'verify_greedy', 'chi_square_p', 'SpeculativeConfig',
+           'NgramProposer', 'Speculator', 'SpeculativeArgs', 'speculation_needs_paged', 'DraftState',
+           'DraftModelProposer', 'load_draft_proposer', 'first_layers']
 
 # %% ../nbs/12_spec_decode.ipynb #c966ebd1
 def ngram_propose(token_ids: list[int], k: int, n_min: int = 1, n_max: int = 3) -> list[int]:
@@ -204,10 +204,10 @@ class DraftState:
     def num_computed_tokens(self) -> int: return len(self.token_ids)   # K/V for these
 
 class DraftModelProposer:
-    "Drafts from a small model over its own paged KV cache."
-    def __init__(self, model, cache: PagedKVCache):
-        self.model, self.cache, self.states = model, cache, {}
-        self.device = next(model.parameters()).device
+    "Drafts from a small model over its own paged KV cache, run by its own `ModelRunner`."
+    def __init__(self, runner: ModelRunner):
+        self.runner, self.model, self.cache = runner, runner.model, runner.cache
+        self.device, self.states = runner.device, {}
 
     def free(self, seq) -> None:
         st = self.states.pop(seq.seq_id, None)
@@ -228,18 +228,20 @@ class DraftModelProposer:
         return st
 
 # %% ../nbs/12_spec_decode.ipynb #3b19facc
+DECODE_FEED = 2     # a feed of at most this many tokens (a catch-up) runs as decode rows
+
 @patch
 def _forward(self: DraftModelProposer, states: list[DraftState], feeds: list[list[int]]):
-    "Feed each state its tokens (one-token feeds first: the decodes); the logits of each last."
+    "Feed each state its tokens (short feeds first: decode rows); the logits of each last."
     num_new = [len(f) for f in feeds]
     pos = [p for st, f in zip(states, feeds)
            for p in range(st.num_computed_tokens, st.num_computed_tokens + len(f))]
-    attn = self.cache.attention(states, num_new, sum(n == 1 for n in num_new))
-    hidden = self.model(torch.tensor([t for f in feeds for t in f], device=self.device),
-                        torch.tensor(pos, device=self.device), attn)
+    attn = self.cache.attention(states, num_new, sum(n <= DECODE_FEED for n in num_new))
+    last = [end - 1 for end in itertools.accumulate(num_new)]
+    logits = self.runner.forward(torch.tensor([t for f in feeds for t in f], device=self.device),
+                                 torch.tensor(pos, device=self.device), attn, last)
     for st, f in zip(states, feeds): st.token_ids += f
-    last = torch.tensor(num_new, device=self.device).cumsum(0) - 1
-    return self.model.compute_logits(hidden[last])
+    return logits
 
 @patch
 def _draw(self: DraftModelProposer, logits: torch.Tensor, seqs) -> tuple[list[int], list]:
@@ -261,7 +263,7 @@ def propose(self: DraftModelProposer, seqs, caps: list[int]) -> list[tuple[list[
     work = [(i, s, c, st) for i, (s, c) in enumerate(zip(seqs, caps))
             if c and (st := self._state(s, c)) is not None]
     if not work: return out
-    work.sort(key=lambda w: w[1].num_tokens - w[3].num_computed_tokens > 1)   # decodes first
+    work.sort(key=lambda w: w[1].num_tokens - w[3].num_computed_tokens > DECODE_FEED)
     logits = self._forward([w[3] for w in work],
                            [s.token_ids[st.num_computed_tokens:] for _, s, _, st in work])
     for _, _, _, st in work: st.num_real = st.num_computed_tokens           # caught up
@@ -277,13 +279,15 @@ def propose(self: DraftModelProposer, seqs, caps: list[int]) -> list[tuple[list[
     return out
 
 # %% ../nbs/12_spec_decode.ipynb #55465e86
-DRAFT_ARGS = ('dtype', 'device', 'block_size', 'attention_backend', 'fused_ops')
+DRAFT_ARGS = ('device', 'block_size', 'attention_backend')    # and the target's model section
 
 def load_draft_proposer(spec: SpeculativeConfig, target) -> DraftModelProposer:
     "The draft model of `spec`, assembled from the target's parts' arguments and checked against it."
     name, args = spec.model, target.args
     bad = lambda msg: ValueError(f"invalid speculative_config: the draft model {name!r} {msg}")
-    wanted = {k: getattr(args, k, None) for k in DRAFT_ARGS} | dict(
+    model_args = {f: getattr(p, f) for p in args.sections['model'].parts
+                  for f in p.__dataclass_fields__ if f not in ('model', 'max_model_len')}
+    wanted = model_args | {k: getattr(args, k, None) for k in DRAFT_ARGS} | dict(
         num_kv_blocks=target.cache.num_blocks, enable_prefix_caching=False)
     known = EngineArgs.fields()
     try: draft = assemble(EngineArgs(name, **{k: v for k, v in wanted.items() if k in known}),
@@ -296,7 +300,7 @@ def load_draft_proposer(spec: SpeculativeConfig, target) -> DraftModelProposer:
     if draft.max_model_len < target.max_model_len:
         raise bad(f"takes {draft.max_model_len} positions, fewer than max_model_len="
                   f"{target.max_model_len}")
-    return DraftModelProposer(draft.model, draft.cache)
+    return DraftModelProposer(draft.runner)
 
 # %% ../nbs/12_spec_decode.ipynb #9129d301
 def first_layers(path: Path, dest: Path, n: int = 1) -> Path:
