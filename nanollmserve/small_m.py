@@ -16,17 +16,17 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import nn
 
-from .cpu_kernel import KERNEL_SOURCE, build_library, check_decode_inputs, load_paged_decode
+from .cpu_kernel import KERNEL_SOURCE, build_library, load_paged_decode
 from .engine import arg, check_arg, engine_args
 from .kv_cache import PagedAttention, PagedKVCache
-from .model import MLP, Attention, DecoderLayer, Linear, RMSNorm
+from .model import MLP, Attention, DecoderLayer, Linear, RMSNorm, RotaryEmbedding
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['SMALL_M_SOURCE', 'SMALL_M', 'STACK_SOURCE', 'LAYER_TENSORS', 'STACK_ARGTYPES', 'load_small_m', 'small_m_linear',
-           'SmallMLinear', 'SmallMEmbedding', 'SmallMArgs', 'layer_tensor', 'stack_refusal', 'load_decode_stack',
-           'DecodeStack', 'kernel_head', 'DecodeStackArgs']
+__all__ = ['SMALL_M_SOURCE', 'SMALL_M', 'STACK_SOURCE', 'LAYER_TENSORS', 'STACK_ARGTYPES', 'STEP_ERRORS', 'load_small_m',
+           'small_m_linear', 'SmallMLinear', 'SmallMEmbedding', 'SmallMArgs', 'layer_tensor', 'stack_refusal',
+           'load_decode_stack', 'DecodeStack', 'kernel_head', 'DecodeStackArgs']
 
 # %% ../nbs/18_small_m_matmul.ipynb #4f47c1ff
 SMALL_M_SOURCE = r'''
@@ -241,25 +241,61 @@ static void heads_to_cache(const float *qkv, float *q, float *kc, float *vc, con
 }
 '''
 
+# %% ../nbs/18_small_m_matmul.ipynb #b77e6235
+STACK_SOURCE += r'''
+/* 0 if every row's token id, context length, block ids and slot are in range; else which is not */
+static int check_step(const int64_t *ids, const int64_t *slots, const int32_t *tables,
+                      const int32_t *lens, int B, int max_blocks, const int *dims) {
+    const int64_t bs = dims[5], num_blocks = dims[6], vocab = dims[7];
+    for (int b = 0; b < B; b++) {
+        if (ids[b] < 0 || ids[b] >= vocab) return 1;
+        if (lens[b] < 1 || lens[b] > max_blocks * bs) return 2;
+        for (int j = 0; j < max_blocks; j++) {
+            const int32_t id = tables[(int64_t)b * max_blocks + j];
+            if (id < 0 || id >= num_blocks) return 3;
+        }
+        if (slots[b] < 0 || slots[b] >= num_blocks * bs) return 4;
+    }
+    return 0;
+}
+
+/* each row's embedding into x [B, H]; cos and sin [B, D] at its position, halves repeated */
+static void embed_rope(const int64_t *ids, const int64_t *pos, const float *table,
+                       const float *inv_freq, float scale, float *x, float *cs, float *sn,
+                       int B, int H, int D) {
+    for (int b = 0; b < B; b++) {
+        memcpy(x + (int64_t)b * H, table + ids[b] * H, (size_t)H * sizeof(float));
+        float *c = cs + (int64_t)b * D, *s = sn + (int64_t)b * D;
+        for (int i = 0; i < D / 2; i++) {
+            const float f = (float)pos[b] * inv_freq[i];
+            c[i] = c[i + D / 2] = cosf(f) * scale; s[i] = s[i + D / 2] = sinf(f) * scale;
+        }
+    }
+}
+'''
+
 # %% ../nbs/18_small_m_matmul.ipynb #9a72564f
 STACK_SOURCE += r'''
-/* L layers' decode step for B rows: x [B, H], the embeddings, is the residual stream (updated
-   in place); out [B, H] gets the final norm. dims: H, Hq, Hkv, D, I (intermediate), block size */
-void decode_stack(float *x, float *out, int B, const float *const *w, int L, const float *final_norm,
-                  const float *cos, const float *sin, const int64_t *slots, const int32_t *tables,
-                  const int32_t *context_lens, int max_blocks, const int *dims, float eps,
-                  float scale, float *scratch, attention_fn attention, int nthreads) {
+/* L layers' decode step for B rows: token ids and positions in; out [B, H] gets the final norm.
+   dims: H, Hq, Hkv, D, I (intermediate), block size, number of blocks, vocabulary. */
+int decode_stack(const int64_t *ids, const int64_t *pos, const float *table, const float *inv_freq,
+                 float rope_scale, float *out, int B, const float *const *w, int L,
+                 const float *final_norm, const int64_t *slots, const int32_t *tables,
+                 const int32_t *context_lens, int max_blocks, const int *dims, float eps,
+                 float scale, float *scratch, attention_fn attention, int nthreads) {
     const int H = dims[0], Hq = dims[1], Hkv = dims[2], D = dims[3], I = dims[4];
-    const int NQKV = (Hq + 2 * Hkv) * D;
-    float *h = scratch, *qkv = h + (int64_t)B * H, *q = qkv + (int64_t)B * NQKV;
-    float *att = q + (int64_t)B * Hq * D, *gu = att + (int64_t)B * Hq * D;
-    float *act = gu + (int64_t)B * 2 * I, *t = act + (int64_t)B * I;
+    const int NQKV = (Hq + 2 * Hkv) * D, bad = check_step(ids, slots, tables, context_lens, B, max_blocks, dims);
+    if (bad) return bad;
+    float *x = scratch, *cs = x + (int64_t)B * H, *sn = cs + (int64_t)B * D, *h = sn + (int64_t)B * D;
+    float *qkv = h + (int64_t)B * H, *q = qkv + (int64_t)B * NQKV, *att = q + (int64_t)B * Hq * D;
+    float *gu = att + (int64_t)B * Hq * D, *act = gu + (int64_t)B * 2 * I, *t = act + (int64_t)B * I;
+    embed_rope(ids, pos, table, inv_freq, rope_scale, x, cs, sn, B, H, D);   /* x: the residual stream */
     for (int l = 0; l < L; l++) {
         const float *const *p = w + (int64_t)l * NUM_PTRS;
         float *kc = (float *)p[K_CACHE], *vc = (float *)p[V_CACHE];
         rms_norm_rows(x, p[IN_NORM], h, B, H, eps);
         project(h, p[QKV], p[QKV_B], qkv, B, NQKV, H, nthreads);
-        heads_to_cache(qkv, q, kc, vc, p[Q_NORM], p[K_NORM], cos, sin, slots, B, Hq, Hkv, D, eps);
+        heads_to_cache(qkv, q, kc, vc, p[Q_NORM], p[K_NORM], cs, sn, slots, B, Hq, Hkv, D, eps);
         attention(q, kc, vc, tables, context_lens, B, Hq, Hkv, D, dims[5], max_blocks, scale, att,
                   nthreads);
         project(att, p[O], p[O_B], t, B, H, Hq * D, nthreads);
@@ -274,6 +310,7 @@ void decode_stack(float *x, float *out, int B, const float *const *w, int L, con
         for (int64_t i = 0; i < (int64_t)B * H; i++) x[i] += t[i];
     }
     rms_norm_rows(x, final_norm, out, B, H, eps);
+    return 0;
 }
 '''
 
@@ -304,11 +341,16 @@ def stack_refusal(model, cache) -> str | None:
                 and all(type(m) in (Linear, SmallMLinear) for m in linears)
                 and all(type(n) is RMSNorm and n.eps == eps for n in norms)):
             return "its layers must compute what chapter 1's do, with chapter 1's linear layers"
+    if (type(model.model.rotary) is not RotaryEmbedding
+            or type(model.model.embed_tokens) not in (nn.Embedding, SmallMEmbedding)):
+        return "it computes chapter 1's embeddings and RoPE"
     return None
 
 # %% ../nbs/18_small_m_matmul.ipynb #8ae46c24
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
-STACK_ARGTYPES = [_P, _P, _I, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _F, _F, _P, _P, _I]
+STACK_ARGTYPES = [_P, _P, _P, _P, _F, _P, _I, _P, _I, _P, _P, _P, _P, _I, _P, _F, _F, _P, _P, _I]
+STEP_ERRORS = {1: 'a token id outside the vocabulary', 2: 'a context length outside its blocks',
+               3: 'a block id outside the cache', 4: 'a slot outside the cache'}
 
 def load_decode_stack(required: bool = False):
     "(the C step, the address of chapter 6a's attention kernel); None if they cannot be built."
@@ -317,7 +359,7 @@ def load_decode_stack(required: bool = False):
     try:
         fn = ctypes.CDLL(str(build_library(SMALL_M_SOURCE + STACK_SOURCE, 'decode_stack')))
         fn = fn.decode_stack
-        fn.argtypes, fn.restype = STACK_ARGTYPES, None
+        fn.argtypes, fn.restype = STACK_ARGTYPES, ctypes.c_int
         attention = ctypes.CDLL(str(build_library(KERNEL_SOURCE, 'paged_decode'))).paged_decode
         _loaded['stack'] = fn, ctypes.cast(attention, ctypes.c_void_p).value
     except (OSError, RuntimeError) as e:
@@ -331,50 +373,50 @@ class DecodeStack:
     "A component: decode steps of up to `max_rows` rows run every layer in one C call."
     max_rows = 64
     def __init__(self, model, cache, step):
-        cfg, (self.fn, self.attention) = model.config, step
+        cfg, m, (self.fn, self.attention) = model.config, model.model, step
         self.model, self.cache, self.calls = model, cache, 0
         ptrs = []
-        for layer, k, v in zip(model.model.layers, cache.k, cache.v):
+        for layer, k, v in zip(m.layers, cache.k, cache.v):
             ptrs += [None if (t := layer_tensor(layer, name)) is None else t.data_ptr()
                      for name in LAYER_TENSORS] + [k.data_ptr(), v.data_ptr()]
         self.pointers = (ctypes.c_void_p * len(ptrs))(*ptrs)
-        self.dims = (ctypes.c_int * 6)(cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads,
-                                       cfg.head_dim, cfg.intermediate_size, cache.block_size)
+        self.dims = (ctypes.c_int * 8)(cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads,
+                                       cfg.head_dim, cfg.intermediate_size, cache.block_size,
+                                       cache.num_blocks, m.embed_tokens.num_embeddings)
+        self.inv_freq = m.rotary.inv_freq.float().contiguous()
         q, qkv = cfg.num_heads * cfg.head_dim, (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
-        self.scratch = torch.empty(self.max_rows * (2 * cfg.hidden_size + qkv + 2 * q
-                                                    + 3 * cfg.intermediate_size))
+        self.scratch = torch.empty(self.max_rows * (3 * cfg.hidden_size + 2 * cfg.head_dim + qkv
+                                                    + 2 * q + 3 * cfg.intermediate_size))
+        self.out = torch.empty(self.max_rows, cfg.hidden_size)
 
     def fits(self, attn, num_tokens: int) -> bool:
         return (type(attn) is PagedAttention and attn.cache is self.cache and not attn.prefills
                 and attn.num_decodes == num_tokens and 0 < num_tokens <= self.max_rows)
 
-    def check(self, attn, n: int) -> None:
-        "The step's tables, lengths and slots, as chapter 6a's kernel checks them."
-        c, cfg = self.cache, self.model.config
-        check_decode_inputs(torch.empty(n, cfg.num_heads, cfg.head_dim), c.k[0], c.v[0],
-                            attn.block_tables, attn.context_lens)
-        (lo, hi), slots = torch.aminmax(attn.slot_mapping), c.num_blocks * c.block_size
-        if attn.slot_mapping.dtype != torch.long or lo < 0 or hi >= slots:
-            raise ValueError(f"decode_stack: slots must be int64, in [0, {slots})")
+    def check(self, *tensors_and_dtypes) -> None:
+        "Each tensor of the step has its dtype, on the CPU, contiguous."
+        for t, dtype in tensors_and_dtypes:
+            if t.dtype != dtype or t.device.type != 'cpu' or not t.is_contiguous():
+                raise ValueError(f"decode_stack: expected a contiguous {dtype} CPU tensor, "
+                                 f"got {t.dtype} on {t.device}")
 
 # %% ../nbs/18_small_m_matmul.ipynb #c9d5acc7
 @patch
 def run_model(self: DecodeStack, input_ids, positions, attn) -> torch.Tensor | None:
     "The final hidden states of a decode step that fits, from one C call; None for any other step."
-    n = len(input_ids)
+    n, m, cfg = len(input_ids), self.model.model, self.model.config
     if not self.fits(attn, n): return None
-    self.check(attn, n)
-    m = self.model.model
-    x = m.embed_tokens(input_ids).contiguous()              # the residual stream, updated in place
-    cos, sin = (t.contiguous() for t in m.rotary(positions, x.dtype))
-    out = torch.empty_like(x)
-    self.fn(x.data_ptr(), out.data_ptr(), n, self.pointers, len(m.layers), m.norm.weight.data_ptr(),
-            cos.data_ptr(), sin.data_ptr(), attn.slot_mapping.data_ptr(),
-            attn.block_tables.data_ptr(), attn.context_lens.data_ptr(), attn.block_tables.shape[1],
-            self.dims, self.model.config.rms_norm_eps, self.model.config.head_dim ** -0.5,
-            self.scratch.data_ptr(), self.attention, torch.get_num_threads())
+    self.check((input_ids, torch.long), (positions, torch.long), (attn.slot_mapping, torch.long),
+               (attn.block_tables, torch.int32), (attn.context_lens, torch.int32))
+    bad = self.fn(input_ids.data_ptr(), positions.data_ptr(), m.embed_tokens.weight.data_ptr(),
+                  self.inv_freq.data_ptr(), m.rotary.scale, self.out.data_ptr(), n, self.pointers,
+                  len(m.layers), m.norm.weight.data_ptr(), attn.slot_mapping.data_ptr(),
+                  attn.block_tables.data_ptr(), attn.context_lens.data_ptr(),
+                  attn.block_tables.shape[1], self.dims, cfg.rms_norm_eps, cfg.head_dim ** -0.5,
+                  self.scratch.data_ptr(), self.attention, torch.get_num_threads())
+    if bad: raise ValueError(f"decode_stack: {STEP_ERRORS[bad]}")
     self.calls += 1
-    return out
+    return self.out[:n]
 
 # %% ../nbs/18_small_m_matmul.ipynb #adf9ee32
 def kernel_head(model) -> None:
@@ -407,5 +449,5 @@ class DecodeStackArgs:
             return
         step = load_decode_stack(required=on)
         if step is None: return
-        parts.hooks.add(DecodeStack(parts.model, parts.cache, step))
         kernel_head(parts.model)
+        parts.hooks.add(DecodeStack(parts.model, parts.cache, step))
