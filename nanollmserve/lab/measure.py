@@ -1514,7 +1514,9 @@ def tp_footprint_in_process(model, tp: int, **kw) -> dict:
     import json
     code = ("import json; from nanollmserve.lab.measure import tp_footprint; "
             f"print(json.dumps(tp_footprint({str(model)!r}, {tp}, **{kw!r})))")
-    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(f"tp_footprint(tp={tp}) failed:\n{run.stderr[-3000:]}")
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 # %% ../../nbs/16_tensor_parallel.ipynb #672546ab
