@@ -25,8 +25,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SMALL_M_SOURCE', 'SMALL_M', 'STACK_SOURCE', 'LAYER_TENSORS', 'STACK_ARGTYPES', 'STEP_ERRORS', 'load_small_m',
-           'small_m_linear', 'SmallMLinear', 'SmallMEmbedding', 'SmallMArgs', 'layer_tensor', 'stack_refusal',
-           'load_decode_stack', 'DecodeStack', 'kernel_head', 'DecodeStackArgs']
+           'small_m_linear', 'small_m_rows', 'SmallMLinear', 'SmallMEmbedding', 'SmallMArgs', 'layer_tensor',
+           'stack_refusal', 'load_decode_stack', 'DecodeStack', 'kernel_head', 'DecodeStackArgs']
 
 # %% ../nbs/18_small_m_matmul.ipynb #4f47c1ff
 SMALL_M_SOURCE = r'''
@@ -136,27 +136,28 @@ def small_m_linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return y
 
 # %% ../nbs/18_small_m_matmul.ipynb #8e0b9a1e
+def small_m_rows(x: torch.Tensor, w: torch.Tensor, max_rows: int) -> torch.Tensor | None:
+    "`x @ w.T` by the kernel when `x` is float32 on the CPU with at most `max_rows` rows; else None."
+    rows = x.numel() // w.shape[1]
+    if rows > max_rows or x.dtype != torch.float32 or x.device.type != 'cpu': return None
+    return small_m_linear(x.reshape(rows, w.shape[1]), w).reshape(*x.shape[:-1], w.shape[0])
+
 class SmallMLinear(Linear):
     "Chapter 1's `Linear`; inputs of at most `max_rows` rows go through the small-M kernel."
     max_rows = 16
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.numel() // self.in_features
-        if rows > self.max_rows or x.dtype != torch.float32 or x.device.type != 'cpu':
-            return super().forward(x)
-        y = small_m_linear(x.reshape(rows, self.in_features), self.weight)
+        y = small_m_rows(x, self.weight, self.max_rows)
+        if y is None: return super().forward(x)
         if self.bias is not None: y += self.bias
-        return y.reshape(*x.shape[:-1], self.out_features)
+        return y
 
 # %% ../nbs/18_small_m_matmul.ipynb #54a67457
 class SmallMEmbedding(nn.Embedding):
     "A token table whose logits (a tied head) take the small-M kernel for at most `max_rows` rows."
     max_rows = 16
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        rows = hidden.numel() // self.embedding_dim
-        if rows > self.max_rows or hidden.dtype != torch.float32 or hidden.device.type != 'cpu':
-            return F.linear(hidden, self.weight).float()
-        y = small_m_linear(hidden.reshape(rows, self.embedding_dim), self.weight)
-        return y.reshape(*hidden.shape[:-1], self.num_embeddings)
+        y = small_m_rows(hidden, self.weight, self.max_rows)
+        return F.linear(hidden, self.weight).float() if y is None else y
 
 # %% ../nbs/18_small_m_matmul.ipynb #a08f8965
 SMALL_M = ('auto', 'on', 'off')
@@ -384,6 +385,9 @@ class DecodeStack:
                                        cfg.head_dim, cfg.intermediate_size, cache.block_size,
                                        cache.num_blocks, m.embed_tokens.num_embeddings)
         self.inv_freq = m.rotary.inv_freq.float().contiguous()
+        self.consts = (m.embed_tokens.weight.data_ptr(), self.inv_freq.data_ptr(), m.rotary.scale,
+                       len(m.layers), m.norm.weight.data_ptr(), cfg.rms_norm_eps,
+                       cfg.head_dim ** -0.5)
         q, qkv = cfg.num_heads * cfg.head_dim, (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.scratch = torch.empty(self.max_rows * (3 * cfg.hidden_size + 2 * cfg.head_dim + qkv
                                                     + 2 * q + 3 * cfg.intermediate_size))
@@ -404,15 +408,15 @@ class DecodeStack:
 @patch
 def run_model(self: DecodeStack, input_ids, positions, attn) -> torch.Tensor | None:
     "The final hidden states of a decode step that fits, from one C call; None for any other step."
-    n, m, cfg = len(input_ids), self.model.model, self.model.config
+    n = len(input_ids)
     if not self.fits(attn, n): return None
     self.check((input_ids, torch.long), (positions, torch.long), (attn.slot_mapping, torch.long),
                (attn.block_tables, torch.int32), (attn.context_lens, torch.int32))
-    bad = self.fn(input_ids.data_ptr(), positions.data_ptr(), m.embed_tokens.weight.data_ptr(),
-                  self.inv_freq.data_ptr(), m.rotary.scale, self.out.data_ptr(), n, self.pointers,
-                  len(m.layers), m.norm.weight.data_ptr(), attn.slot_mapping.data_ptr(),
-                  attn.block_tables.data_ptr(), attn.context_lens.data_ptr(),
-                  attn.block_tables.shape[1], self.dims, cfg.rms_norm_eps, cfg.head_dim ** -0.5,
+    table, inv_freq, rope_scale, layers, norm, eps, scale = self.consts
+    bad = self.fn(input_ids.data_ptr(), positions.data_ptr(), table, inv_freq, rope_scale,
+                  self.out.data_ptr(), n, self.pointers, layers, norm,
+                  attn.slot_mapping.data_ptr(), attn.block_tables.data_ptr(),
+                  attn.context_lens.data_ptr(), attn.block_tables.shape[1], self.dims, eps, scale,
                   self.scratch.data_ptr(), self.attention, torch.get_num_threads())
     if bad: raise ValueError(f"decode_stack: {STEP_ERRORS[bad]}")
     self.calls += 1
