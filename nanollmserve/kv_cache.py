@@ -194,11 +194,13 @@ def torch_paged_cache(model, num_blocks: int, block_manager: BlockManager, requi
     return PagedKVCache(model, num_blocks, block_manager)
 
 def make_paged_cache(model, num_blocks: int, block_manager: BlockManager, backend: str = 'auto'):
-    "The paged cache of `backend`; 'auto': of the newest registered backend that can serve `model`."
-    if backend != 'auto': return PAGED_BACKENDS[backend](model, num_blocks, block_manager, True)
-    for name in reversed(PAGED_BACKENDS):
-        cache = PAGED_BACKENDS[name](model, num_blocks, block_manager, False)
-        if cache is not None: return cache
+    "The paged cache of `backend`, its name in `cache.backend`; 'auto': of the newest that can serve `model`."
+    names = list(reversed(PAGED_BACKENDS)) if backend == 'auto' else [backend]
+    for name in names:
+        cache = PAGED_BACKENDS[name](model, num_blocks, block_manager, backend != 'auto')
+        if cache is not None:
+            cache.backend = name
+            return cache
 
 # %% ../nbs/06_paged_attention.ipynb #702b97eb
 KV_CACHE_KINDS = ('paged', 'contiguous')

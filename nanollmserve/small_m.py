@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import nn
 
-from .cpu_kernel import KERNEL_SOURCE, build_library, load_paged_decode
+from .cpu_kernel import KERNEL_SOURCE, build_library
 from .engine import arg, check_arg, engine_args
 from .kv_cache import PagedAttention, PagedKVCache
 from .model import MLP, Attention, DecoderLayer, Linear, RMSNorm, RotaryEmbedding
@@ -331,7 +331,7 @@ def stack_refusal(model, cache) -> str | None:
     "Why the C step cannot compute `model`'s decode steps over `cache`; None when it can."
     p, eps = next(model.parameters()), model.config.rms_norm_eps
     if p.dtype != torch.float32 or p.device.type != 'cpu': return "it computes float32 on the CPU"
-    if type(cache) is not PagedKVCache or cache.decode_fn is not load_paged_decode():
+    if type(cache) is not PagedKVCache or getattr(cache, 'backend', None) != 'cpu-kernel':
         return "it reads the float32 paged cache of chapter 6a's kernel"
     for layer in model.model.layers:
         attn, mlp = layer.self_attn, layer.mlp
