@@ -28,9 +28,8 @@ from torch import nn
 from .engine import (EngineArgs, ModelRunner, arg, arg_rule, assemble, check_arg,
                                  engine_args, is_pos_int, part_modules)
 from .model import Linear, ModelConfig, ModelLayers
-from .quantization import (DEQUANTIZE_ROWS, Int8Embedding, QuantLinear,
-                                       checkpoint_quantization, layer_format, load_quant_kernels,
-                                       pack_int4, quantize_int4, quantize_int8)
+from .quantization import (Int8Embedding, QuantLinear, checkpoint_quantization,
+                                       layer_format, pack_int4, quantize_int4, quantize_int8)
 
 _log = logging.getLogger(__name__)
 
@@ -253,29 +252,13 @@ class RowParallelQuantLinear(QuantLinear):
 
 # %% ../nbs/16_tensor_parallel.ipynb #nkhvoc77
 @patch
-def rounds_output(self: RowParallelQuantLinear, x: torch.Tensor) -> bool:
-    "Whether the whole layer would take PyTorch's int4 kernel, which rounds to bfloat16."
-    rows = x.numel() // x.shape[-1]
-    return self.format == 'int4' and x.dtype == torch.float32 and 0 < rows < DEQUANTIZE_ROWS
-
-@patch
 def partial(self: RowParallelQuantLinear, x: torch.Tensor) -> torch.Tensor:
     "This rank's share of the output, in float32, bias left out."
     bias, self.bias = self.bias, None
-    try:
-        if not self.rounds_output(x): return QuantLinear.forward(self, x)
-        w = load_quant_kernels(required=True).int4_dequant(
-            self.qweight, self.scales_and_zeros, self.group_size,
-            torch.empty(self.out_features, self.in_features))
-        return F.linear(x.to(torch.bfloat16).float(), w)
+    try: return QuantLinear.forward(self, x)
     finally: self.bias = bias
 
-@patch
-def finish(self: RowParallelQuantLinear, y: torch.Tensor,
-           x: torch.Tensor | None = None) -> torch.Tensor:
-    "The summed output, rounded as the whole layer's kernel rounds it, with the bias."
-    if x is not None and self.rounds_output(x): y = y.to(torch.bfloat16).to(x.dtype)
-    return y if self.bias is None else y + self.bias
+RowParallelQuantLinear.finish = RowParallelLinear.finish      # the bias, once, after the sum
 
 @patch
 def forward(self: RowParallelQuantLinear, x: torch.Tensor) -> torch.Tensor:

@@ -115,32 +115,49 @@ def torchao_int4(w: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.
 # %% ../nbs/15_quantization.ipynb #8bb0978f
 QUANT_SOURCE = r'''
 #include <stdint.h>
+#define INLINE static inline __attribute__((always_inline))
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 #include <immintrin.h>
-#define QUANT_AVX512 1
+#define QW 16                                               /* floats in a vector */
+typedef __m512 qv;
+#define QZERO _mm512_setzero_ps()
+#define QLOADF(p) _mm512_loadu_ps(p)
+#define QLOAD8(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
+#define QFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+INLINE float qsum(qv v) { return _mm512_reduce_add_ps(v); }
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define QW 8
+typedef __m256 qv;
+#define QZERO _mm256_setzero_ps()
+#define QLOADF(p) _mm256_loadu_ps(p)
+#define QLOAD8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
+#define QFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+INLINE float qsum(qv v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
 #endif
-#define INLINE static inline __attribute__((always_inline))
 
 /* y[m, n] = scale[n] * sum_k x[m, k] q[n, k] for MB activation rows and 4 weight rows. */
-#ifdef QUANT_AVX512
+#ifdef QW
 #define INT8_BLOCK(MB)                                                                           \
 INLINE void int8_block_##MB(const float *x, const int8_t *q, const float *scale, float *y,      \
                             int N, int K) {                                                      \
-    __m512 acc[MB][4];                                                                           \
-    for (int i = 0; i < MB; i++) for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();    \
+    qv acc[MB][4];                                                                               \
+    for (int i = 0; i < MB; i++) for (int j = 0; j < 4; j++) acc[i][j] = QZERO;                  \
     int k = 0;                                                                                   \
-    for (; k + 16 <= K; k += 16) {                                                               \
-        __m512 w[4];                                                                             \
-        for (int j = 0; j < 4; j++)                                                              \
-            w[j] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(                                      \
-                       _mm_loadu_si128((const __m128i *)(q + (int64_t)j * K + k))));             \
+    for (; k + QW <= K; k += QW) {                                                               \
+        qv w[4];                                                                                 \
+        for (int j = 0; j < 4; j++) w[j] = QLOAD8(q + (int64_t)j * K + k);                       \
         for (int i = 0; i < MB; i++) {                                                           \
-            const __m512 xv = _mm512_loadu_ps(x + (int64_t)i * K + k);                           \
-            for (int j = 0; j < 4; j++) acc[i][j] = _mm512_fmadd_ps(xv, w[j], acc[i][j]);        \
+            const qv xv = QLOADF(x + (int64_t)i * K + k);                                        \
+            for (int j = 0; j < 4; j++) acc[i][j] = QFMA(xv, w[j], acc[i][j]);                   \
         }                                                                                        \
     }                                                                                            \
     for (int i = 0; i < MB; i++) for (int j = 0; j < 4; j++) {                                   \
-        float s = _mm512_reduce_add_ps(acc[i][j]);                                               \
+        float s = qsum(acc[i][j]);                                                               \
         for (int t = k; t < K; t++) s += x[(int64_t)i * K + t] * q[(int64_t)j * K + t];          \
         y[(int64_t)i * N + j] = s * scale[j];                                                    \
     }                                                                                            \
@@ -171,7 +188,7 @@ void int8_linear(const float *x, const int8_t *q, const float *scale, float *y, 
             const float *xb = x + (int64_t)m0 * K, *sb = scale + n0;
             const int8_t *qb = q + (int64_t)n0 * K;
             float *yb = y + (int64_t)m0 * N + n0;
-#ifdef QUANT_AVX512
+#ifdef QW
             if (nb == 4) {
                 if (mb == 1) { int8_block_1(xb, qb, sb, yb, N, K); continue; }
                 if (mb == 2) { int8_block_2(xb, qb, sb, yb, N, K); continue; }
@@ -256,6 +273,113 @@ void int4_dequant(const uint8_t *packed, const uint16_t *sz, float *out, int N, 
 }
 '''
 
+# %% ../nbs/15_quantization.ipynb #int4lin2
+QUANT_SOURCE += r'''
+#if defined(__AVX2__) && defined(__FMA__)
+#define QUANT_INT4_AVX2 1
+/* 16 packed bytes -> the low nibbles' 16 codes, then the high nibbles' 16, as floats in 4 x 8 */
+INLINE void nibbles(const uint8_t *p, __m256 f[4]) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)p), m = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+    f[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+    f[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+    f[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+    f[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+}
+
+/* MR (1 or 2) activation rows against a block of 2 * half rows packed as halves (half 16 or
+   32, a constant, so that the accumulators stay in registers); the codes are unpacked once */
+#define INT4_BLOCK(MR, half)                                                                     \
+INLINE void int4_block_##MR##_##half(const float *x, const uint8_t *pb, const uint16_t *sz,     \
+                                     float *y, int N, int K, int g) {                            \
+    const int nv = half / 4;                               /* vectors of 8 rows: 4 or 8 */      \
+    for (int k0 = 0; k0 < K; k0 += g) {                                                          \
+        __m256 acc[MR][8]; float xs[MR] = {0};                                                   \
+        for (int r = 0; r < MR; r++) for (int v = 0; v < nv; v++) acc[r][v] = _mm256_setzero_ps(); \
+        for (int k = k0; k < k0 + g; k++) {                                                      \
+            __m256 xv[MR];                                                                       \
+            for (int r = 0; r < MR; r++) {                                                       \
+                xv[r] = _mm256_set1_ps(x[(int64_t)r * K + k]); xs[r] += x[(int64_t)r * K + k];   \
+            }                                                                                    \
+            for (int c = 0; c < half / 16; c++) {          /* rows 16c.., then half + 16c.. */  \
+                __m256 f[4];                                                                     \
+                nibbles(pb + (int64_t)k * half + c * 16, f);                                     \
+                for (int i = 0; i < 4; i++) {                                                    \
+                    const int v = (i < 2 ? 0 : half / 8) + 2 * c + i % 2;                        \
+                    for (int r = 0; r < MR; r++) acc[r][v] = _mm256_fmadd_ps(xv[r], f[i], acc[r][v]); \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+        const uint16_t *p = sz + (int64_t)(k0 / g) * N * 2;  /* the group's (s, z) pairs */     \
+        const __m256 hi = _mm256_castsi256_ps(_mm256_set1_epi32(-65536));                        \
+        for (int v = 0; v < nv; v++) {                                                           \
+            const __m256i u = _mm256_loadu_si256((const __m256i *)(p + v * 16));                 \
+            const __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));                      \
+            const __m256 z = _mm256_and_ps(_mm256_castsi256_ps(u), hi);                          \
+            const __m256 zs = _mm256_fnmadd_ps(_mm256_set1_ps(8.f), s, z);                       \
+            for (int r = 0; r < MR; r++) {                 /* y += s Σxq + (z - 8s) Σx */      \
+                float *yv = y + (int64_t)r * N + v * 8;                                          \
+                const __m256 t = k0 ? _mm256_loadu_ps(yv) : _mm256_setzero_ps();                 \
+                _mm256_storeu_ps(yv, _mm256_fmadd_ps(s, acc[r][v],                               \
+                                     _mm256_fmadd_ps(zs, _mm256_set1_ps(xs[r]), t)));            \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+}
+INT4_BLOCK(1, 16) INT4_BLOCK(2, 16) INT4_BLOCK(1, 32) INT4_BLOCK(2, 32)
+#endif
+'''
+
+# %% ../nbs/15_quantization.ipynb #int4lin3
+QUANT_SOURCE += r'''
+/* row n of any layout: its codes at col[k * stride] >> shift */
+static void int4_row(const float *x, const uint8_t *col, int64_t stride, int shift,
+                     const uint16_t *sz, float *y, int n, int N, int K, int g) {
+    float t = 0.f;
+    for (int k0 = 0; k0 < K; k0 += g) {
+        const uint16_t *p = sz + ((int64_t)(k0 / g) * N + n) * 2;
+        const float s = bf16_to_float(p[0]), z = bf16_to_float(p[1]) - 8.0f * s;
+        float a = 0.f, xs = 0.f;
+        for (int k = k0; k < k0 + g; k++) {
+            a += x[k] * ((col[(int64_t)k * stride] >> shift) & 15); xs += x[k];
+        }
+        t += s * a + z * xs;
+    }
+    y[n] = t;
+}
+
+/* x [M, K] float32, packed int4 [N, K / 2], scales_and_zeros bfloat16 [K/g][N][2] -> y [M, N] */
+void int4_linear(const float *x, const uint8_t *packed, const uint16_t *sz, float *y, int M,
+                 int N, int K, int g, int block, int halves, int nthreads) {
+    const int full = N / block * block, rest = N - full, half = block / 2, nb = full / block;
+    #pragma omp parallel for schedule(static) num_threads(nthreads)
+    for (int b = 0; b < nb + rest; b++) for (int m = 0; m < M; m++) {
+        const float *xm = x + (int64_t)m * K; float *ym = y + (int64_t)m * N;
+        if (b >= nb) {                                       /* a tail row, of pairs */
+            const int t = b - nb;
+            int4_row(xm, packed + (int64_t)full * K / 2 + t / 2, rest / 2, (t % 2) * 4, sz, ym,
+                     full + t, N, K, g);
+            continue;
+        }
+        const uint8_t *pb = packed + (int64_t)b * K * half;
+#ifdef QUANT_INT4_AVX2
+        if (halves && (half == 16 || half == 32)) {
+            const uint16_t *szb = sz + (int64_t)b * block * 2;
+            float *yb = ym + b * block;
+            if (m + 1 < M && half == 16) { int4_block_2_16(xm, pb, szb, yb, N, K, g); m++; }
+            else if (m + 1 < M) { int4_block_2_32(xm, pb, szb, yb, N, K, g); m++; }
+            else if (half == 16) int4_block_1_16(xm, pb, szb, yb, N, K, g);
+            else int4_block_1_32(xm, pb, szb, yb, N, K, g);
+            continue;
+        }
+#endif
+        for (int j = 0; j < block; j++)
+            int4_row(xm, pb + (halves ? j % half : j / 2), half, (halves ? j >= half : j % 2) * 4,
+                     sz, ym, b * block + j, N, K, g);
+    }
+}
+'''
+
 # %% ../nbs/15_quantization.ipynb #596a9b08
 def _check(name: str, t: torch.Tensor, dtype: torch.dtype, shape: tuple) -> None:
     if t.dtype != dtype or t.device.type != 'cpu' or not t.is_contiguous() or t.shape != shape:
@@ -264,12 +388,13 @@ def _check(name: str, t: torch.Tensor, dtype: torch.dtype, shape: tuple) -> None
                          f"{'' if t.is_contiguous() else ', not contiguous'}")
 
 class QuantKernels:
-    "The library's int8 matmul and its two dequantizers, on CPU tensors."
+    "The library's int8 and int4 matmuls and its two dequantizers, on CPU tensors."
     def __init__(self, lib_path: Path):
         lib, P, I = ctypes.CDLL(str(lib_path)), ctypes.c_void_p, ctypes.c_int
         self._mm, self._deq8, self._deq4 = lib.int8_linear, lib.int8_dequant, lib.int4_dequant
+        self._mm4 = lib.int4_linear
         for f, args in [(self._mm, [P] * 4 + [I] * 4), (self._deq8, [P] * 3 + [I] * 3),
-                        (self._deq4, [P] * 3 + [I] * 6)]:
+                        (self._deq4, [P] * 3 + [I] * 6), (self._mm4, [P] * 4 + [I] * 7)]:
             f.argtypes, f.restype = args, None
 
     def int8_linear(self, x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -302,7 +427,20 @@ def _int4_dequant(self: QuantKernels, packed, scales_and_zeros, group_size: int,
                *int4_layout(), torch.get_num_threads())
     return out
 
+def _int4_linear(self: QuantKernels, x: torch.Tensor, packed, scales_and_zeros,
+                 group_size: int) -> torch.Tensor:
+    "`x @ w.T` for float32 `x` [M, K] and the int4 weight `w` [N, K] packed as PyTorch packs it."
+    (M, K), N = x.shape, packed.shape[0]
+    if N % 16 or K % group_size: raise ValueError(f"int4_linear: {N}x{K}, group {group_size}")
+    _check('x', x, torch.float32, (M, K)); _check('packed', packed, torch.uint8, (N, K // 2))
+    _check('scales_and_zeros', scales_and_zeros, torch.bfloat16, (K // group_size, N, 2))
+    y = x.new_empty(M, N)
+    self._mm4(x.data_ptr(), packed.data_ptr(), scales_and_zeros.data_ptr(), y.data_ptr(), M, N, K,
+              group_size, *int4_layout(), torch.get_num_threads())
+    return y
+
 QuantKernels.int8_dequant, QuantKernels.int4_dequant = _int8_dequant, _int4_dequant
+QuantKernels.int4_linear = _int4_linear
 
 _kernels: dict = {}
 
@@ -317,11 +455,11 @@ def load_library(source: str, name: str, bind, fallback: str, required: bool = F
     return _kernels[name]
 
 def load_quant_kernels(required: bool = False) -> QuantKernels | None:
-    "The int8 matmul and the dequantizers; None if they cannot be built, unless `required`."
+    "The matmuls and the dequantizers; None if they cannot be built, unless `required`."
     return load_library(QUANT_SOURCE, 'quant', QuantKernels, "PyTorch's", required)
 
 # %% ../nbs/15_quantization.ipynb #48f7453f
-DEQUANTIZE_ROWS = 96    # from this many rows, dequantize + float32 matmul (the sweep above)
+DEQUANTIZE_ROWS = {'int8': 96, 'int4': 48}  # from this many rows, dequantize + float32 (the sweep)
 
 # %% ../nbs/15_quantization.ipynb #3c41f35e
 def layer_format(out_features: int, in_features: int, quantization: str | None,
@@ -409,12 +547,13 @@ def _forward(self: QuantLinear, x: torch.Tensor) -> torch.Tensor:
     int4 = self.format == 'int4'
     if self.format == 'float': y = F.linear(x2, self.fweight)
     elif x2.shape[0] == 0: y = x2.new_empty(0, self.out_features)
-    elif kern and x2.shape[0] >= DEQUANTIZE_ROWS:
+    elif kern and x2.shape[0] >= DEQUANTIZE_ROWS[self.format]:
         out = scratch(self.out_features, self.in_features)
         w = (kern.int4_dequant(self.qweight, self.scales_and_zeros, self.group_size, out) if int4
              else kern.int8_dequant(self.qweight, self.scales, out))
         y = F.linear(x2, w)
-    elif kern and not int4: y = kern.int8_linear(x2, self.qweight, self.scales)
+    elif kern and int4: y = kern.int4_linear(x2, self.qweight, self.scales_and_zeros, self.group_size)
+    elif kern: y = kern.int8_linear(x2, self.qweight, self.scales)
     else:
         xb = x2.to(torch.bfloat16)
         y = (int4_mm(self.qweight, self.scales_and_zeros, self.group_size, xb) if int4 else

@@ -1262,6 +1262,8 @@ def _dequantized(kern, fmt: str, w: torch.Tensor):
 MATMULS |= {
     'int8 (ours)': _ours(lambda k, w: partial(lambda codes, s, x: k.int8_linear(x, codes, s),
                                               *QUANT.quantize_int8(w))),
+    'int4 g32 (ours)': _ours(lambda k, w: partial(lambda p, sz, x: k.int4_linear(x, p, sz, 32),
+                                                  *QUANT.pack_int4(*QUANT.quantize_int4(w, 32)))),
     'int8, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int8', w)),
     'int4 g32, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int4', w)),
 }
