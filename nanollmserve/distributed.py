@@ -126,8 +126,8 @@ class RowParallelLinear(ShardedLinear):
         "This rank's share of the output: the sum over its columns."
         return F.linear(x, self.weight)
 
-    def finish(self, y: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
-        "The summed output (of input `x`), with the bias."
+    def finish(self, y: torch.Tensor) -> torch.Tensor:
+        "The summed output, with the bias."
         return y if self.bias is None else y + self.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -258,11 +258,8 @@ def partial(self: RowParallelQuantLinear, x: torch.Tensor) -> torch.Tensor:
     try: return QuantLinear.forward(self, x)
     finally: self.bias = bias
 
-RowParallelQuantLinear.finish = RowParallelLinear.finish      # the bias, once, after the sum
-
-@patch
-def forward(self: RowParallelQuantLinear, x: torch.Tensor) -> torch.Tensor:
-    return self.finish(all_reduce(self.partial(x)), x)
+RowParallelQuantLinear.finish, RowParallelQuantLinear.forward = (RowParallelLinear.finish,
+                                                                RowParallelLinear.forward)
 
 # %% ../nbs/16_tensor_parallel.ipynb #16q00007
 class Int8VocabParallelEmbedding(Int8Embedding):
@@ -604,10 +601,10 @@ class RowParallelLoRA(LoRALinear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         base, y = self.base, self.base.partial(x)
-        if self.state.ctx is None: return base.finish(all_reduce(y), x)
+        if self.state.ctx is None: return base.finish(all_reduce(y))
         both = all_reduce(torch.cat([y, self.add_deltas(x, torch.zeros_like(y))], -1))
         y, delta = both.split(y.shape[-1], -1)
-        return base.finish(y.contiguous(), x) + delta
+        return base.finish(y.contiguous()) + delta
 
 LORA_LAYERS.update({ColumnParallelLinear: ColumnParallelLoRA, RowParallelLinear: RowParallelLoRA,
                     ColumnParallelQuantLinear: ColumnParallelLoRA,

@@ -1377,7 +1377,7 @@ def decode_tpot(engine, batch: int, prompt_len: int = 16, steps: int = 24) -> fl
 def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2) -> dict:
     "Weight bytes, resident memory and decode TPOT of `model` stored as `variant` (this process)."
     from nanollmserve.quantization import model_bytes
-    from nanollmserve import LLMEngine              # the package's engine: every chapter's parts
+    from nanollmserve.engine import LLMEngine       # with the parts this process has imported
     torch.set_num_threads(threads)
     engine = LLMEngine(str(model), max_model_len=256, num_kv_blocks=64, block_size=16,
                        **VARIANTS[variant])
@@ -1387,9 +1387,11 @@ def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2
     return out | dict(rss_MiB=mem['VmRSS'], peak_MiB=mem['VmHWM'])
 
 def footprint_in_process(model: str | Path, variant: str, **kw) -> dict:
-    "`footprint` in a fresh Python process (so that memory is the variant's alone)."
+    "`footprint` in a fresh Python process (so that memory is the variant's alone), same parts."
     import json, subprocess, sys
-    code = ("import json, sys; from nanollmserve.lab.measure import footprint; "
+    from nanollmserve.engine import part_modules
+    code = (f"import importlib; [importlib.import_module(m) for m in {part_modules()!r}]; "
+            "import json, sys; from nanollmserve.lab.measure import footprint; "
             f"print(json.dumps(footprint({str(model)!r}, {variant!r}, **{kw!r})))")
     run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     return json.loads(run.stdout.strip().splitlines()[-1])
