@@ -139,7 +139,10 @@ INLINE float qsum(qv v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 #endif
+'''
 
+# %% ../nbs/15_quantization.ipynb #int8blk2
+QUANT_SOURCE += r'''
 /* y[m, n] = scale[n] * sum_k x[m, k] q[n, k] for MB activation rows and 4 weight rows. */
 #ifdef QW
 #define INT8_BLOCK(MB)                                                                           \
@@ -286,7 +289,12 @@ INLINE void nibbles(const uint8_t *p, __m256 f[4]) {
     f[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
     f[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
 }
+#endif
+'''
 
+# %% ../nbs/15_quantization.ipynb #int4lin8
+QUANT_SOURCE += r'''
+#ifdef QUANT_INT4_AVX2
 /* MR (1 or 2) activation rows against a block of 2 * half rows packed as halves (half 16 or
    32, a constant, so that the accumulators stay in registers); the codes are unpacked once */
 #define INT4_BLOCK(MR, half)                                                                     \
@@ -347,7 +355,10 @@ static void int4_row(const float *x, const uint8_t *col, int64_t stride, int shi
     }
     y[n] = t;
 }
+'''
 
+# %% ../nbs/15_quantization.ipynb #int4lin6
+QUANT_SOURCE += r'''
 /* x [M, K] float32, packed int4 [N, K / 2], scales_and_zeros bfloat16 [K/g][N][2] -> y [M, N] */
 void int4_linear(const float *x, const uint8_t *packed, const uint16_t *sz, float *y, int M,
                  int N, int K, int g, int block, int halves, int nthreads) {
@@ -416,32 +427,40 @@ def _int8_dequant(self: QuantKernels, q, scale, out: torch.Tensor) -> torch.Tens
     self._deq8(q.data_ptr(), scale.data_ptr(), out.data_ptr(), N, K, torch.get_num_threads())
     return out
 
+def _check_int4(packed, scales_and_zeros, N: int, K: int, group_size: int, what: str) -> None:
+    if N % 16 or K % group_size: raise ValueError(f"{what}: {N}x{K}, group {group_size}")
+    _check('packed', packed, torch.uint8, (N, K // 2))
+    _check('scales_and_zeros', scales_and_zeros, torch.bfloat16, (K // group_size, N, 2))
+
 def _int4_dequant(self: QuantKernels, packed, scales_and_zeros, group_size: int,
                   out: torch.Tensor) -> torch.Tensor:
     "Write the float32 weight of PyTorch's packed int4 into `out` [N, K] (N a multiple of 16)."
     N, K = out.shape
-    if N % 16 or K % group_size: raise ValueError(f"int4_dequant: {N}x{K}, group {group_size}")
-    _check('packed', packed, torch.uint8, (N, K // 2)); _check('out', out, torch.float32, (N, K))
-    _check('scales_and_zeros', scales_and_zeros, torch.bfloat16, (K // group_size, N, 2))
+    _check_int4(packed, scales_and_zeros, N, K, group_size, 'int4_dequant')
+    _check('out', out, torch.float32, (N, K))
     self._deq4(packed.data_ptr(), scales_and_zeros.data_ptr(), out.data_ptr(), N, K, group_size,
                *int4_layout(), torch.get_num_threads())
     return out
 
+QuantKernels.int8_dequant, QuantKernels.int4_dequant = _int8_dequant, _int4_dequant
+
+
+# %% ../nbs/15_quantization.ipynb #int4bnd2
 def _int4_linear(self: QuantKernels, x: torch.Tensor, packed, scales_and_zeros,
                  group_size: int) -> torch.Tensor:
     "`x @ w.T` for float32 `x` [M, K] and the int4 weight `w` [N, K] packed as PyTorch packs it."
     (M, K), N = x.shape, packed.shape[0]
-    if N % 16 or K % group_size: raise ValueError(f"int4_linear: {N}x{K}, group {group_size}")
-    _check('x', x, torch.float32, (M, K)); _check('packed', packed, torch.uint8, (N, K // 2))
-    _check('scales_and_zeros', scales_and_zeros, torch.bfloat16, (K // group_size, N, 2))
+    _check_int4(packed, scales_and_zeros, N, K, group_size, 'int4_linear')
+    _check('x', x, torch.float32, (M, K))
     y = x.new_empty(M, N)
     self._mm4(x.data_ptr(), packed.data_ptr(), scales_and_zeros.data_ptr(), y.data_ptr(), M, N, K,
               group_size, *int4_layout(), torch.get_num_threads())
     return y
 
-QuantKernels.int8_dequant, QuantKernels.int4_dequant = _int8_dequant, _int4_dequant
 QuantKernels.int4_linear = _int4_linear
 
+
+# %% ../nbs/15_quantization.ipynb #int4bnd4
 _kernels: dict = {}
 
 def load_library(source: str, name: str, bind, fallback: str, required: bool = False):
