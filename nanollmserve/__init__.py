@@ -17,7 +17,7 @@ import importlib as _importlib
 
 PART_MODULES = ('kv_cache', 'cpu_kernel', 'fused_ops', 'prefix_cache', 'chunked_prefill',
                 'spec_decode', 'structured_output', 'lora', 'quantization', 'distributed', 'gpu',
-                'small_m')
+                'small_m', 'sampler_kernel')
 
 def load_parts() -> None:
     "Import every module of `PART_MODULES`: engines built afterwards have every chapter's parts."

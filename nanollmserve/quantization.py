@@ -114,6 +114,7 @@ def torchao_int4(w: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.
 
 # %% ../nbs/15_quantization.ipynb #8bb0978f
 QUANT_SOURCE = r'''
+#include <math.h>
 #include <stdint.h>
 #define INLINE static inline __attribute__((always_inline))
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -340,18 +341,19 @@ INT4_BLOCK(1, 16) INT4_BLOCK(2, 16) INT4_BLOCK(1, 32) INT4_BLOCK(2, 32)
 
 # %% ../nbs/15_quantization.ipynb #int4lin3
 QUANT_SOURCE += r'''
-/* row n of any layout: its codes at col[k * stride] >> shift */
+/* row n of any layout: its codes at col[k * stride] >> shift; the vector block's arithmetic,
+   fused multiply-adds in the same order, so a row's result does not depend on where it lies */
 static void int4_row(const float *x, const uint8_t *col, int64_t stride, int shift,
                      const uint16_t *sz, float *y, int n, int N, int K, int g) {
     float t = 0.f;
     for (int k0 = 0; k0 < K; k0 += g) {
         const uint16_t *p = sz + ((int64_t)(k0 / g) * N + n) * 2;
-        const float s = bf16_to_float(p[0]), z = bf16_to_float(p[1]) - 8.0f * s;
+        const float s = bf16_to_float(p[0]), zs = fmaf(-8.f, s, bf16_to_float(p[1]));
         float a = 0.f, xs = 0.f;
         for (int k = k0; k < k0 + g; k++) {
-            a += x[k] * ((col[(int64_t)k * stride] >> shift) & 15); xs += x[k];
+            a = fmaf(x[k], (float)((col[(int64_t)k * stride] >> shift) & 15), a); xs += x[k];
         }
-        t += s * a + z * xs;
+        t = fmaf(s, a, fmaf(zs, xs, t));
     }
     y[n] = t;
 }

@@ -205,12 +205,15 @@ class Sampler:
             logits, errors = self.apply_processors(logits.clone(), params, output_ids)
         if any(p.has_penalties for p in params):
             logits = apply_penalties(logits.clone(), params, prompt_ids, output_ids)
-        tokens = logits.argmax(dim=-1)
         random_rows = [i for i, p in enumerate(params) if not p.greedy]
-        if random_rows:
-            gens = [generators[i] if generators else None for i in random_rows]
-            random_params = [params[i] for i in random_rows]
-            tokens[random_rows] = self.sample(logits[random_rows], random_params, gens)
+        gens = [generators[i] if generators else None for i in random_rows]
+        if len(random_rows) == rows:                     # all sampled: no argmax, no copies
+            tokens = self.sample(logits, params, gens)
+        else:
+            tokens = logits.argmax(dim=-1)
+            if random_rows:
+                random_params = [params[i] for i in random_rows]
+                tokens[random_rows] = self.sample(logits[random_rows], random_params, gens)
         token_ids = tokens.tolist()
         return SamplerOutput(token_ids, *_gather_logprobs(raw_logprobs, token_ids, params), errors)
 

@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -1692,3 +1692,48 @@ def over_floor(ms: list[float], floors: list[float]) -> str:
     "'1.45x (1.30-1.62)': the median and extremes of each run's time over its round's floor."
     r = sorted(m / f for m, f in zip(ms, floors))
     return f"{statistics.median(r):.2f}x ({r[0]:.2f}-{r[-1]:.2f})"
+
+# %% ../../nbs/18a_sampler_kernel.ipynb #4d0849f0
+import dataclasses
+import statistics
+import time
+
+class TimedSampler:
+    "A runner's sampler that records the seconds of each call."
+    def __init__(self, sampler): self.sampler, self.seconds = sampler, []
+    def __call__(self, *args, **kwargs):
+        start = time.perf_counter()
+        try: return self.sampler(*args, **kwargs)
+        finally: self.seconds.append(time.perf_counter() - start)
+
+def sampler_ms(llm, params, batch: int = 64, tokens: int = 32) -> tuple[float, float]:
+    "(ms per step, median ms of the sampler's calls) for `batch` requests of `params` (one or a list)."
+    params = params if isinstance(params, list) else [params] * batch
+    params = [dataclasses.replace(p, max_tokens=tokens, ignore_eos=True) for p in params]
+    prompts = [{'prompt_token_ids': [5 + i, 17, 99, 300]} for i in range(batch)]
+    runner = llm.engine.runner
+    timed = runner.sampler = TimedSampler(runner.sampler)
+    try:
+        start = time.perf_counter()
+        llm.generate(prompts, params, use_tqdm=False)
+        step = (time.perf_counter() - start) / tokens * 1e3
+    finally: runner.sampler = timed.sampler
+    return step, statistics.median(timed.seconds) * 1e3
+
+# %% ../../nbs/18a_sampler_kernel.ipynb #95d8e2f9
+def compare_sampler_ms(model: str, settings: dict[str, dict], kinds: dict, repeats: int = 3,
+                       batch: int = 64, tokens: int = 32) -> dict:
+    "{kind: {setting: [(ms per step, ms of the sampler), one per run]}}, the engines taking turns."
+    from nanollmserve.engine import LLM
+    llms = {name: LLM(model, **args) for name, args in settings.items()}
+    out = {kind: {name: [] for name in settings} for kind in kinds}
+    for kind, params in kinds.items():
+        for llm in llms.values(): sampler_ms(llm, params, batch, 4)          # warm up
+        for _ in range(repeats):
+            for name, llm in llms.items(): out[kind][name].append(sampler_ms(llm, params, batch, tokens))
+    return out
+
+def share(runs: list[tuple[float, float]]) -> str:
+    "'1.23 ms of 45.6 (2.7%)': the medians of the sampler's time, of the step's, and their ratio."
+    step, samp = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+    return f"{samp:5.2f} ms of {step:5.1f} ({samp / step:5.1%})"
