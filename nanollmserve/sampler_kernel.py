@@ -194,7 +194,7 @@ def kernel_sample(probs: torch.Tensor, params: list[SamplingParams], u: torch.Te
             and (kept is None or kept.shape == (B, V))):
         raise ValueError(f"kernel_sample: float32 CPU probs [B, V], u [B], B params and kept [B, V]; "
                          f"got {tuple(probs.shape)} {probs.dtype}, u {tuple(u.shape)}, {len(params)}")
-    top_k = torch.tensor([p.top_k for p in params], dtype=torch.int32)
+    top_k = torch.tensor([min(p.top_k, V) for p in params], dtype=torch.int32)
     top_p = torch.tensor([p.top_p for p in params], dtype=torch.float32)
     min_p = torch.tensor([p.min_p for p in params], dtype=torch.float32)
     u = u.float().contiguous()

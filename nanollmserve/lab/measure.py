@@ -1731,6 +1731,7 @@ def compare_sampler_ms(model: str, settings: dict[str, dict], kinds: dict, repea
         for llm in llms.values(): sampler_ms(llm, params, batch, 4)          # warm up
         for _ in range(repeats):
             for name, llm in llms.items(): out[kind][name].append(sampler_ms(llm, params, batch, tokens))
+    for llm in llms.values(): llm.shutdown()
     return out
 
 def share(runs: list[tuple[float, float]]) -> str:
