@@ -216,9 +216,8 @@ class KernelSampler(Sampler):
         if logits.device.type != 'cpu': return super().sample(logits, params, generators)
         temperature = torch.tensor([p.temperature for p in params])
         probs = (logits / temperature[:, None]).softmax(dim=-1)
-        seeded = [g is not None for g in generators]
         u = torch.rand(len(params))
-        if any(seeded):
+        if any(g is not None for g in generators):
             u = torch.cat([torch.rand(1, generator=g) if g is not None else u[i:i + 1]
                            for i, g in enumerate(generators)])
         if self.scratch.numel() < probs.numel(): self.scratch = torch.empty(probs.numel())
