@@ -296,31 +296,41 @@ INLINE void nibbles(const uint8_t *p, __m256 f[4]) {
 # %% ../nbs/15_quantization.ipynb #int4lin8
 QUANT_SOURCE += r'''
 #ifdef QUANT_INT4_AVX2
-/* MR (1 or 2) activation rows against a block of 2 * half rows packed as halves (half 16 or
-   32, a constant, so that the accumulators stay in registers); the codes are unpacked once */
+/* a group's codes against MR (1 or 2) activation rows: acc[r][v] += x·q for the eight rows of
+   vector v, xs[r] += x; 16 bytes hold rows 16c.. (low nibbles) and half + 16c.. (high) */
+#define INT4_GROUP(MR, half)                                                                     \
+    for (int k = k0; k < k0 + g; k++) {                                                          \
+        __m256 xv[MR];                                                                           \
+        for (int r = 0; r < MR; r++) {                                                           \
+            xv[r] = _mm256_set1_ps(x[(int64_t)r * K + k]); xs[r] += x[(int64_t)r * K + k];       \
+        }                                                                                        \
+        for (int c = 0; c < half / 16; c++) {                                                    \
+            __m256 f[4];                                                                         \
+            nibbles(pb + (int64_t)k * half + c * 16, f);                                         \
+            for (int i = 0; i < 4; i++) {                                                        \
+                const int v = (i < 2 ? 0 : half / 8) + 2 * c + i % 2;                            \
+                for (int r = 0; r < MR; r++) acc[r][v] = _mm256_fmadd_ps(xv[r], f[i], acc[r][v]); \
+            }                                                                                    \
+        }                                                                                        \
+    }
+#endif
+'''
+
+# %% ../nbs/15_quantization.ipynb #int4blk2
+QUANT_SOURCE += r'''
+#ifdef QUANT_INT4_AVX2
+/* MR activation rows against a block of 2 * half rows packed as halves (half 16 or 32, a
+   constant, so that the accumulators stay in registers); the codes are unpacked once */
 #define INT4_BLOCK(MR, half)                                                                     \
 INLINE void int4_block_##MR##_##half(const float *x, const uint8_t *pb, const uint16_t *sz,     \
                                      float *y, int N, int K, int g) {                            \
     const int nv = half / 4;                               /* vectors of 8 rows: 4 or 8 */      \
+    const __m256 hi = _mm256_castsi256_ps(_mm256_set1_epi32(-65536));                            \
     for (int k0 = 0; k0 < K; k0 += g) {                                                          \
         __m256 acc[MR][8]; float xs[MR] = {0};                                                   \
         for (int r = 0; r < MR; r++) for (int v = 0; v < nv; v++) acc[r][v] = _mm256_setzero_ps(); \
-        for (int k = k0; k < k0 + g; k++) {                                                      \
-            __m256 xv[MR];                                                                       \
-            for (int r = 0; r < MR; r++) {                                                       \
-                xv[r] = _mm256_set1_ps(x[(int64_t)r * K + k]); xs[r] += x[(int64_t)r * K + k];   \
-            }                                                                                    \
-            for (int c = 0; c < half / 16; c++) {          /* rows 16c.., then half + 16c.. */  \
-                __m256 f[4];                                                                     \
-                nibbles(pb + (int64_t)k * half + c * 16, f);                                     \
-                for (int i = 0; i < 4; i++) {                                                    \
-                    const int v = (i < 2 ? 0 : half / 8) + 2 * c + i % 2;                        \
-                    for (int r = 0; r < MR; r++) acc[r][v] = _mm256_fmadd_ps(xv[r], f[i], acc[r][v]); \
-                }                                                                                \
-            }                                                                                    \
-        }                                                                                        \
+        INT4_GROUP(MR, half)                                                                     \
         const uint16_t *p = sz + (int64_t)(k0 / g) * N * 2;  /* the group's (s, z) pairs */     \
-        const __m256 hi = _mm256_castsi256_ps(_mm256_set1_epi32(-65536));                        \
         for (int v = 0; v < nv; v++) {                                                           \
             const __m256i u = _mm256_loadu_si256((const __m256i *)(p + v * 16));                 \
             const __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));                      \
