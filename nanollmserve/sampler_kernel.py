@@ -213,7 +213,6 @@ class KernelSampler(Sampler):
 
     def sample(self, logits: torch.Tensor, params: list[SamplingParams],
                generators: list[torch.Generator | None]) -> torch.Tensor:
-        if logits.device.type != 'cpu': return super().sample(logits, params, generators)
         temperature = torch.tensor([p.temperature for p in params])
         probs = (logits / temperature[:, None]).softmax(dim=-1)
         u = torch.rand(len(params))
