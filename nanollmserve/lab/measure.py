@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -1692,6 +1692,27 @@ def over_floor(ms: list[float], floors: list[float]) -> str:
     "'1.45x (1.30-1.62)': the median and extremes of each run's time over its round's floor."
     r = sorted(m / f for m, f in zip(ms, floors))
     return f"{statistics.median(r):.2f}x ({r[0]:.2f}-{r[-1]:.2f})"
+
+# %% ../../nbs/18_small_m_matmul.ipynb #12a61f30
+def compare_proposers(model: str, prompts, params, draft: dict, ks=(1, 2, 4), repeats: int = 5,
+                      **engine_args) -> dict:
+    "{(how, k): {'tpot': [ms, a run], 'length': mean acceptance length}}: off, one call and loop."
+    from nanollmserve.engine import LLM
+    from nanollmserve.spec_decode import DraftModelProposer
+    llms = {('off', 0): LLM(model, **engine_args)}
+    for k, how in [(k, how) for k in ks for how in ('one call', 'loop')]:
+        llm = llms[how, k] = LLM(model, speculative_config={**draft, 'num_speculative_tokens': k},
+                                 **engine_args)
+        drafter = llm.engine.parts.runner.drafter
+        if how == 'loop': drafter.proposer = DraftModelProposer(drafter.proposer.runner)
+    for llm in llms.values(): llm.generate(prompts[:2], params, use_tqdm=False)      # warm up
+    runs = {key: [] for key in llms}
+    for _ in range(repeats):
+        for key, llm in llms.items(): runs[key].append(spec_run(llm, prompts, params))
+    return {key: dict(tpot=[r['tpot_ms'] for r in rs],
+                      length=1 + sum(r['spec_decode_num_accepted_tokens'] for r in rs)
+                      / max(sum(r['spec_decode_num_drafts'] for r in rs), 1))
+            for key, rs in runs.items()}
 
 # %% ../../nbs/18a_sampler_kernel.ipynb #4d0849f0
 import dataclasses
