@@ -36,7 +36,7 @@ SMALL_M_SOURCE = r'''
 #include <stdint.h>
 #if defined(__AVX512F__)
 #define VW 16
-#define RMAX 4                /* activation rows a block takes: its sums fill the registers */
+#define RMAX 4                /* activation rows a block takes: 16 sums in registers */
 #else
 #define VW 8
 #define RMAX 2
@@ -488,7 +488,45 @@ static void greedy_tokens(const float *hidden, const float *head, const float *b
 }
 '''
 
-# %% ../nbs/18_small_m_matmul.ipynb #c0bde929
+# %% ../nbs/18_small_m_matmul.ipynb #6e755e16
+GREEDY_SOURCE += r'''
+/* each sequence's last row of the first step: its hidden state, block table and position */
+static int take_last(const float *out, const int32_t *tables, const int64_t *pos, const int32_t *last,
+                     const int32_t *want, int B, int S, int max_want, int H, int max_blocks,
+                     float *hidden, int32_t *rows, int32_t *seq, int64_t *at) {
+    for (int s = 0; s < S; s++) {
+        if (last[s] < 0 || last[s] >= B || want[s] < 1 || want[s] > max_want) return 5;
+        memcpy(hidden + (int64_t)s * H, out + (int64_t)last[s] * H, (size_t)H * sizeof(float));
+        memcpy(rows + (int64_t)s * max_blocks, tables + (int64_t)last[s] * max_blocks,
+               (size_t)max_blocks * sizeof(int32_t));
+        seq[s] = s; at[s] = pos[last[s]];
+    }
+    return 0;
+}
+
+/* step j's tokens out; the sequences that want another kept, in order, with the next step's inputs
+   (token, position, context length, slot in their table); how many, or -2 past a table's end */
+static int next_rows(const int64_t *got, int n, int j, const int32_t *want, int max_want, int bs,
+                     int max_blocks, int64_t *tokens, int32_t *seq, int32_t *rows, int64_t *next,
+                     int64_t *at, int32_t *lens, int64_t *slot) {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const int s = seq[i];
+        const int64_t p = at[i] + 1;
+        tokens[(int64_t)s * max_want + j] = got[i];
+        if (j + 1 >= want[s]) continue;
+        if (p / bs >= max_blocks) return -2;
+        memmove(rows + (int64_t)m * max_blocks, rows + (int64_t)i * max_blocks,
+                (size_t)max_blocks * sizeof(int32_t));
+        seq[m] = s; next[m] = got[i]; at[m] = p; lens[m] = (int32_t)(p + 1);
+        slot[m] = (int64_t)rows[(int64_t)m * max_blocks + p / bs] * bs + p % bs;
+        m++;
+    }
+    return m;
+}
+'''
+
+# %% ../nbs/18_small_m_matmul.ipynb #a2498209
 GREEDY_SOURCE += r'''
 /* decode_stack's step of B rows, then greedy steps: sequence s (its last row last[s]) gets want[s]
    tokens, tokens[s * max_want + j], each fed back at the next position and slot of its table.
@@ -505,30 +543,15 @@ int greedy_steps(const int64_t *ids, const int64_t *pos, const float *table, con
     int64_t *next = ibuf, *at = ibuf + S, *slot = ibuf + 2 * S, *got = ibuf + 3 * S;
     int32_t *seq = tbuf, *lens = tbuf + S, *rows = tbuf + 2 * S;
     int bad = decode_stack(ids, pos, table, inv_freq, rope_scale, out, B, w, L, final_norm, slots,
-                           tables, context_lens, max_blocks, dims, eps, scale, scratch, attention, nthreads);
-    for (int s = 0; s < S && !bad; s++) {
-        if (last[s] < 0 || last[s] >= B || want[s] < 1 || want[s] > max_want) return 5;
-        memcpy(hidden + (int64_t)s * H, out + (int64_t)last[s] * H, (size_t)H * sizeof(float));
-        memcpy(rows + (int64_t)s * max_blocks, tables + (int64_t)last[s] * max_blocks,
-               (size_t)max_blocks * sizeof(int32_t));
-        seq[s] = s; at[s] = pos[last[s]];
-    }
+                           tables, context_lens, max_blocks, dims, eps, scale, scratch, attention,
+                           nthreads);
+    if (!bad) bad = take_last(out, tables, pos, last, want, B, S, max_want, H, max_blocks, hidden,
+                              rows, seq, at);
     for (int j = 0, n = S; n > 0 && !bad; j++) {
         greedy_tokens(j ? out : hidden, head, bias, logits, got, n, V, H, nthreads);
-        int m = 0;                                   /* the sequences that want another token */
-        for (int i = 0; i < n; i++) {
-            const int s = seq[i];
-            const int64_t p = at[i] + 1;
-            tokens[(int64_t)s * max_want + j] = got[i];
-            if (j + 1 >= want[s]) continue;
-            if (p / bs >= max_blocks) return 2;
-            memmove(rows + (int64_t)m * max_blocks, rows + (int64_t)i * max_blocks,
-                    (size_t)max_blocks * sizeof(int32_t));
-            seq[m] = s; next[m] = got[i]; at[m] = p; lens[m] = (int32_t)(p + 1);
-            slot[m] = (int64_t)rows[(int64_t)m * max_blocks + p / bs] * bs + p % bs;
-            m++;
-        }
-        n = m;
+        n = next_rows(got, n, j, want, max_want, bs, max_blocks, tokens, seq, rows, next, at, lens,
+                      slot);
+        if (n < 0) return -n;
         if (n) bad = decode_stack(next, at, table, inv_freq, rope_scale, out, n, w, L, final_norm,
                                   slot, rows, lens, max_blocks, dims, eps, scale, scratch,
                                   attention, nthreads);
@@ -560,13 +583,14 @@ def greedy_head(model) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     if type(model).compute_logits is not CausalLM.compute_logits: return None
     emb, head = model.model.embed_tokens, model.lm_head
     if head is None: return (emb.weight, None) if type(emb) is SmallMEmbedding else None
-    return (head.weight, head.bias) if type(head) is SmallMLinear else None
+    same_vocab = head.weight.shape[0] == emb.num_embeddings            # the C step's V
+    return (head.weight, head.bias) if type(head) is SmallMLinear and same_vocab else None
 
 # %% ../nbs/18_small_m_matmul.ipynb #4acf9b27
 @patch
 def greedy_steps(self: DecodeStack, input_ids, positions, attn, last: list[int], want: list[int],
                  head) -> list[list[int]] | None:
-    "Tokens: the step given, then `want[s]` greedy tokens for the sequence whose last row is `last[s]`."
+    "The step given, then greedy steps: `want[s]` tokens for the sequence whose last row is `last[s]`."
     S, n, fn = len(last), len(input_ids), load_greedy_steps()
     if fn is None or not self.fits(attn, n) or not S or any(c < 1 for c in want): return None
     if sorted(set(last)) != sorted(last) or not all(0 <= r < n for r in last):
@@ -576,25 +600,27 @@ def greedy_steps(self: DecodeStack, input_ids, positions, attn, last: list[int],
     (weight, bias), table, cfg = head, attn.block_tables, self.model.config
     tokens = torch.empty(S, max(want), dtype=torch.long)
     buf = torch.empty(S * (cfg.hidden_size + weight.shape[0]))
-    ibuf, tbuf = torch.empty(4 * S, dtype=torch.long), torch.empty(S * (table.shape[1] + 2), dtype=torch.int32)
+    ibuf = torch.empty(4 * S, dtype=torch.long)
+    tbuf = torch.empty(S * (table.shape[1] + 2), dtype=torch.int32)
     emb, inv_freq, rope_scale, layers, norm, eps, scale = self.consts
-    bad = fn(input_ids.data_ptr(), positions.data_ptr(), emb, inv_freq, rope_scale, self.out.data_ptr(),
-             n, self.pointers, layers, norm, attn.slot_mapping.data_ptr(), table.data_ptr(),
-             attn.context_lens.data_ptr(), table.shape[1], self.dims, eps, scale, self.scratch.data_ptr(),
-             self.attention, torch.get_num_threads(), (ctypes.c_int32 * S)(*last),
+    bad = fn(input_ids.data_ptr(), positions.data_ptr(), emb, inv_freq, rope_scale,
+             self.out.data_ptr(), n, self.pointers, layers, norm, attn.slot_mapping.data_ptr(),
+             table.data_ptr(), attn.context_lens.data_ptr(), table.shape[1], self.dims, eps, scale,
+             self.scratch.data_ptr(), self.attention, torch.get_num_threads(), (ctypes.c_int32 * S)(*last),
              (ctypes.c_int32 * S)(*want), S, max(want), weight.data_ptr(),
              None if bias is None else bias.data_ptr(), tokens.data_ptr(), buf.data_ptr(),
              ibuf.data_ptr(), tbuf.data_ptr())
-    if bad: raise ValueError(f"greedy_steps: {STEP_ERRORS[bad]}")
+    if bad: raise ValueError(f"greedy_steps: {STEP_ERRORS.get(bad, 'a row or count out of range')}")
     self.calls += 1
     return [row[:c] for row, c in zip(tokens.tolist(), want)]
 
 # %% ../nbs/18_small_m_matmul.ipynb #bb8ffe99
 class StackDraftProposer(DraftModelProposer):
     "Chapter 12's draft proposer; greedy drafts after a catch-up of decode rows take one C call."
+    max_seqs = SmallMLinear.max_rows          # the runner's head takes the kernel up to this many
     def __init__(self, runner, stack: DecodeStack, head):
         super().__init__(runner)
-        self.stack, self.head = stack, head
+        self.stack, self.head, self.calls = stack, head, 0
 
 @patch
 @torch.inference_mode()
@@ -603,8 +629,8 @@ def propose(self: StackDraftProposer, seqs, caps: list[int]) -> list[tuple[list[
     work = [(i, s, c, st) for i, (s, c) in enumerate(zip(seqs, caps))
             if c and (st := self._state(s, c)) is not None]          # (again in the loop: a no-op)
     feeds = [s.token_ids[st.num_computed_tokens:] for _, s, _, st in work]
-    if work and all(s.params.greedy for _, s, _, _ in work) and all(map(len, feeds)) \
-            and max(map(len, feeds)) <= DECODE_FEED:
+    if 0 < len(work) <= self.max_seqs and all(s.params.greedy for _, s, _, _ in work) \
+            and all(map(len, feeds)) and max(map(len, feeds)) <= DECODE_FEED:
         states, num_new = [w[3] for w in work], [len(f) for f in feeds]
         pos = [p for st, n in zip(states, num_new)
                for p in range(st.num_computed_tokens, st.num_computed_tokens + n)]
@@ -613,6 +639,7 @@ def propose(self: StackDraftProposer, seqs, caps: list[int]) -> list[tuple[list[
             self.cache.attention(states, num_new, len(states)),
             [e - 1 for e in itertools.accumulate(num_new)], [w[2] for w in work], self.head)
         if drafts is not None:
+            self.calls += 1
             out = [([], None) for _ in seqs]
             for (i, *_, st), f, d in zip(work, feeds, drafts):
                 st.token_ids += f; st.num_real = len(st.token_ids); st.token_ids += d[:-1]
