@@ -23,8 +23,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['EXP_SOURCE', 'SCORES_SOURCE', 'SOFTMAX_SOURCE', 'VALUES_SOURCE', 'AVX512_SUM_SOURCE', 'AVX512_SCORES_SOURCE',
-           'AVX512_SOFTMAX_SOURCE', 'DRIVER_SOURCE', 'KERNEL_SOURCE', 'PORTABLE_SOURCE', 'build_library',
-           'check_decode_inputs', 'bind_paged_decode', 'load_paged_decode', 'cpu_kernel_paged_cache']
+           'AVX512_SOFTMAX_SOURCE', 'DRIVER_SOURCE', 'KERNEL_SOURCE', 'PORTABLE_SOURCE', 'LIBRARIES', 'build_library',
+           'check_decode_inputs', 'bind_paged_decode', 'load_library', 'load_paged_decode', 'cpu_kernel_paged_cache']
 
 # %% ../nbs/06a_cpu_kernel.ipynb #965f52ce
 _FLAG_SETS = (['-O3', '-march=native', '-fopenmp'], ['-O3', '-fopenmp'])
@@ -342,18 +342,23 @@ def bind_paged_decode(lib_path: Path) -> Callable:
     return paged_decode_attention
 
 # %% ../nbs/06a_cpu_kernel.ipynb #a1c0de14
-_loaded: dict[str, Callable | None] = {}
+LIBRARIES: dict = {}         # name -> the bound library; None: it could not be built (warned)
+
+def load_library(source: str, name: str, bind, what: str, fallback: str, required: bool = False):
+    "`bind` of the library built from `source`, once; None (and a warning, once) if it cannot be."
+    if LIBRARIES.get(name) is not None or (name in LIBRARIES and not required):
+        return LIBRARIES[name]
+    try: LIBRARIES[name] = bind(build_library(source, name))
+    except (OSError, RuntimeError) as e:
+        if required: raise
+        _log.warning("%s unavailable, using %s: %s", what, fallback, e)
+        LIBRARIES[name] = None
+    return LIBRARIES[name]
 
 def load_paged_decode(required: bool = False) -> Callable | None:
     "The kernel as a Python function; None (and a warning) if it cannot be built, unless `required`."
-    if _loaded.get('fn') is not None: return _loaded['fn']
-    if 'fn' in _loaded and not required: return None         # failed before, and warned then
-    try: _loaded['fn'] = bind_paged_decode(build_library(KERNEL_SOURCE, 'paged_decode'))
-    except (OSError, RuntimeError) as e:
-        if required: raise
-        _log.warning("paged attention CPU kernel unavailable, using the PyTorch reference: %s", e)
-        _loaded['fn'] = None
-    return _loaded['fn']
+    return load_library(KERNEL_SOURCE, 'paged_decode', bind_paged_decode,
+                        'paged attention CPU kernel', 'the PyTorch reference', required)
 
 @paged_backend('cpu-kernel')
 def cpu_kernel_paged_cache(model, num_blocks: int, block_manager, required: bool = False):

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from fastcore.basics import patch
 
-from .cpu_kernel import build_library
+from .cpu_kernel import load_library
 from .engine import arg, check_arg, engine_args
 from .model import Attention, DecoderModel, Linear, ModelLayers
 
@@ -140,18 +140,10 @@ def qk_norm_rope(self: FusedOps, qkv: torch.Tensor, num_heads: int, num_kv_heads
                torch.get_num_threads())
 
 # %% ../nbs/06b_fused_ops.ipynb #6f199552
-_loaded: dict[str, FusedOps | None] = {}
-
 def load_fused_ops(required: bool = False) -> FusedOps | None:
     "The fused operations; None (and a warning, once) if they cannot be built, unless `required`."
-    if _loaded.get('ops') is not None: return _loaded['ops']
-    if 'ops' in _loaded and not required: return None
-    try: _loaded['ops'] = FusedOps(build_library(FUSED_SOURCE + ROPE_SOURCE, 'fused_ops'))
-    except (OSError, RuntimeError) as e:
-        if required: raise
-        _log.warning("fused CPU operations unavailable, using PyTorch's: %s", e)
-        _loaded['ops'] = None
-    return _loaded['ops']
+    return load_library(FUSED_SOURCE + ROPE_SOURCE, 'fused_ops', FusedOps, 'fused CPU operations',
+                        "PyTorch's", required)
 
 # %% ../nbs/06b_fused_ops.ipynb #a02ef378
 class FusedAttention(Attention):

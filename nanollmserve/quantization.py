@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import nn
 
-from .cpu_kernel import EXP_SOURCE, build_library
+from .cpu_kernel import EXP_SOURCE, load_library
 from .engine import arg, arg_rule, check_arg, engine_args
 from .kv_cache import (BlockManager, PagedAttention, PagedKVCache, bytes_per_block,
                                    default_num_kv_blocks)
@@ -30,8 +30,8 @@ _log = logging.getLogger(__name__)
 __all__ = ['INT4_GROUP_SIZES', 'QUANT_SOURCE', 'INT4_LAYOUTS', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'FP8_MAX', 'FP8_DECODE_SOURCE',
            'ENGINE_QUANTIZATIONS', 'KV_CACHE_DTYPES', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet',
            'torchao_int8', 'quantize_int4', 'dequantize_int4', 'pack_int4', 'int4_mm', 'torchao_int4', 'int4_codes_at',
-           'int4_layout', 'QuantKernels', 'load_library', 'load_quant_kernels', 'layer_format', 'QuantLinear',
-           'scratch', 'reference_weight', 'Int8Embedding', 'quantized_embedding', 'quantized_head', 'quantized_layers',
+           'int4_layout', 'QuantKernels', 'load_quant_kernels', 'layer_format', 'QuantLinear', 'scratch',
+           'reference_weight', 'Int8Embedding', 'quantized_embedding', 'quantized_head', 'quantized_layers',
            'load_quantized_model', 'release_free_memory', 'check_quantization', 'quantization_report', 'model_bytes',
            'checkpoint_scheme', 'unpack_codes', 'codes_to_format', 'PackedLinear', 'packed_factory', 'packed_layers',
            'load_packed_model', 'compressed_checkpoint', 'quantize_fp8', 'dequantize_fp8', 'fp8_reference_decode',
@@ -473,21 +473,10 @@ QuantKernels.int4_linear = _int4_linear
 
 
 # %% ../nbs/15_quantization.ipynb #int4bnd4
-_kernels: dict = {}
-
-def load_library(source: str, name: str, bind, fallback: str, required: bool = False):
-    "`bind` of the library built from `source`, once; None (and a warning, once) if it cannot be."
-    if name not in _kernels:
-        try: _kernels[name] = bind(build_library(source, name))
-        except (OSError, RuntimeError) as e:
-            if required: raise
-            _log.warning("%s CPU kernels unavailable, using %s: %s", name, fallback, e)
-            _kernels[name] = None
-    return _kernels[name]
-
 def load_quant_kernels(required: bool = False) -> QuantKernels | None:
     "The matmuls and the dequantizers; None if they cannot be built, unless `required`."
-    return load_library(QUANT_SOURCE, 'quant', QuantKernels, "PyTorch's", required)
+    return load_library(QUANT_SOURCE, 'quant', QuantKernels, 'quantized CPU kernels', "PyTorch's",
+                        required)
 
 # %% ../nbs/15_quantization.ipynb #48f7453f
 DEQUANTIZE_ROWS = 48    # from this many rows, dequantize + float32 matmul (the sweep above)
@@ -975,7 +964,8 @@ def bind_fp8_decode(lib_path: Path):
 
 def load_fp8_decode(required: bool = False):
     "The fp8 decode kernel; None if it cannot be built, unless `required`."
-    return load_library(FP8_DECODE_SOURCE, 'fp8_decode', bind_fp8_decode, 'the reference', required)
+    return load_library(FP8_DECODE_SOURCE, 'fp8_decode', bind_fp8_decode, 'fp8 paged attention kernel',
+                        'the reference', required)
 
 # %% ../nbs/15_quantization.ipynb #0608e600
 def on_fp8_copy(fn):

@@ -11,14 +11,16 @@ from dataclasses import dataclass
 
 import torch
 
-from .cpu_kernel import build_library
+from .cpu_kernel import load_library
+from .small_m import c_function
 from .engine import arg, check_arg, engine_args
 from .sampling import Sampler, SamplingParams
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['SAMPLER_SOURCE', 'SAMPLER_KERNEL', 'load_sampler_kernel', 'kernel_sample', 'KernelSampler', 'SamplerKernelArgs']
+__all__ = ['SAMPLER_SOURCE', 'SAMPLER_ARGTYPES', 'SAMPLER_KERNEL', 'load_sampler_kernel', 'kernel_sample', 'KernelSampler',
+           'SamplerKernelArgs']
 
 # %% ../nbs/18a_sampler_kernel.ipynb #d6b3c48c
 SAMPLER_SOURCE = r'''
@@ -169,20 +171,12 @@ void sample_rows(const float *probs, int B, int V, const int32_t *top_k, const f
 '''
 
 # %% ../nbs/18a_sampler_kernel.ipynb #66e478a9
-_loaded: dict = {}
+SAMPLER_ARGTYPES = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 7 + [ctypes.c_int]
 
 def load_sampler_kernel(required: bool = False):
     "The C function, built on first use; None (and a warning) if it cannot be built, unless `required`."
-    if _loaded.get('fn') is not None or ('fn' in _loaded and not required): return _loaded['fn']
-    try:
-        fn = ctypes.CDLL(str(build_library(SAMPLER_SOURCE, 'sampler'))).sample_rows
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 7 + [ctypes.c_int]
-        fn.restype, _loaded['fn'] = None, fn
-    except (OSError, RuntimeError) as e:
-        if required: raise
-        _log.warning("sampler kernel unavailable, using chapter 2's sampler: %s", e)
-        _loaded['fn'] = None
-    return _loaded['fn']
+    return load_library(SAMPLER_SOURCE, 'sampler', c_function('sample_rows', SAMPLER_ARGTYPES),
+                        'sampler kernel', "chapter 2's sampler", required)
 
 def kernel_sample(probs: torch.Tensor, params: list[SamplingParams], u: torch.Tensor,
                   kept: torch.Tensor | None = None, scratch: torch.Tensor | None = None) -> torch.Tensor:

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import nn
 
-from .cpu_kernel import KERNEL_SOURCE, build_library
+from .cpu_kernel import KERNEL_SOURCE, build_library, load_library
 from .engine import arg, check_arg, engine_args
 from .kv_cache import PagedAttention, PagedKVCache
 from .model import MLP, Attention, CausalLM, DecoderLayer, Linear, RMSNorm, RotaryEmbedding
@@ -27,9 +27,9 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SMALL_M_SOURCE', 'SMALL_M', 'STACK_SOURCE', 'LAYER_TENSORS', 'STACK_ARGTYPES', 'STEP_ERRORS', 'GREEDY_SOURCE',
-           'GREEDY_ARGTYPES', 'load_small_m', 'small_m_linear', 'small_m_rows', 'SmallMLinear', 'SmallMEmbedding',
-           'SmallMArgs', 'layer_tensor', 'stack_refusal', 'load_decode_stack', 'DecodeStack', 'kernel_head',
-           'DecodeStackArgs', 'load_greedy_steps', 'greedy_head', 'StackDraftProposer']
+           'GREEDY_ARGTYPES', 'c_function', 'load_small_m', 'small_m_linear', 'small_m_rows', 'SmallMLinear',
+           'SmallMEmbedding', 'SmallMArgs', 'layer_tensor', 'stack_refusal', 'bind_decode_stack', 'load_decode_stack',
+           'DecodeStack', 'kernel_head', 'DecodeStackArgs', 'load_greedy_steps', 'greedy_head', 'StackDraftProposer']
 
 # %% ../nbs/18_small_m_matmul.ipynb #4f47c1ff
 SMALL_M_SOURCE = r'''
@@ -119,20 +119,18 @@ void small_m_linear(const float *x, const float *w, float *y, int M, int N, int 
 '''
 
 # %% ../nbs/18_small_m_matmul.ipynb #4b3c56ce
-_loaded: dict = {}
+def c_function(name: str, argtypes: list, restype=None):
+    "A `bind` for chapter 6a's `load_library`: the library's function `name`, its arguments declared."
+    def bind(lib_path):
+        fn = getattr(ctypes.CDLL(str(lib_path)), name)
+        fn.argtypes, fn.restype = argtypes, restype
+        return fn
+    return bind
 
 def load_small_m(required: bool = False):
     "The C function, built on first use; None (and a warning) if it cannot be built, unless `required`."
-    if _loaded.get('fn') is not None or ('fn' in _loaded and not required): return _loaded['fn']
-    try:
-        fn = ctypes.CDLL(str(build_library(SMALL_M_SOURCE, 'small_m'))).small_m_linear
-        fn.argtypes, fn.restype = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 4, None
-        _loaded['fn'] = fn
-    except (OSError, RuntimeError) as e:
-        if required: raise
-        _log.warning("small-M matmul kernel unavailable, using PyTorch's: %s", e)
-        _loaded['fn'] = None
-    return _loaded['fn']
+    return load_library(SMALL_M_SOURCE, 'small_m', c_function('small_m_linear', [ctypes.c_void_p] * 3
+                        + [ctypes.c_int] * 4), 'small-M matmul kernel', "PyTorch's", required)
 
 def small_m_linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     "`x @ w.T` for float32 CPU tensors `x` [M, K] and `w` [N, K], by the C kernel."
@@ -364,21 +362,16 @@ STACK_ARGTYPES = [_P, _P, _P, _P, _F, _P, _I, _P, _I, _P, _P, _P, _P, _I, _P, _F
 STEP_ERRORS = {1: 'a token id outside the vocabulary', 2: 'a context length outside its blocks',
                3: 'a block id outside the cache', 4: 'a slot outside the cache'}
 
+def bind_decode_stack(lib_path):
+    "(the library's C step, the address of chapter 6a's attention kernel)."
+    attention = ctypes.CDLL(str(build_library(KERNEL_SOURCE, 'paged_decode'))).paged_decode
+    return (c_function('decode_stack', STACK_ARGTYPES, ctypes.c_int)(lib_path),
+            ctypes.cast(attention, ctypes.c_void_p).value)
+
 def load_decode_stack(required: bool = False):
     "(the C step, the address of chapter 6a's attention kernel); None if they cannot be built."
-    if _loaded.get('stack') is not None or ('stack' in _loaded and not required):
-        return _loaded['stack']
-    try:
-        fn = ctypes.CDLL(str(build_library(SMALL_M_SOURCE + STACK_SOURCE, 'decode_stack')))
-        fn = fn.decode_stack
-        fn.argtypes, fn.restype = STACK_ARGTYPES, ctypes.c_int
-        attention = ctypes.CDLL(str(build_library(KERNEL_SOURCE, 'paged_decode'))).paged_decode
-        _loaded['stack'] = fn, ctypes.cast(attention, ctypes.c_void_p).value
-    except (OSError, RuntimeError) as e:
-        if required: raise
-        _log.warning("the decode stack's C step is unavailable: %s", e)
-        _loaded['stack'] = None
-    return _loaded['stack']
+    return load_library(SMALL_M_SOURCE + STACK_SOURCE, 'decode_stack', bind_decode_stack,
+                        "the decode stack's C step", 'the layers', required)
 
 # %% ../nbs/18_small_m_matmul.ipynb #17a18be2
 class DecodeStack:
@@ -565,18 +558,9 @@ GREEDY_ARGTYPES = STACK_ARGTYPES + [_P, _P, _I, _I, _P, _P, _P, _P, _P, _P]
 
 def load_greedy_steps(required: bool = False):
     "The C function `greedy_steps` (with the C step); None if it cannot be built, unless `required`."
-    if _loaded.get('greedy') is not None or ('greedy' in _loaded and not required):
-        return _loaded['greedy']
-    try:
-        lib = build_library(SMALL_M_SOURCE + STACK_SOURCE + GREEDY_SOURCE, 'greedy_steps')
-        fn = ctypes.CDLL(str(lib)).greedy_steps
-        fn.argtypes, fn.restype = GREEDY_ARGTYPES, ctypes.c_int
-        _loaded['greedy'] = fn
-    except (OSError, RuntimeError) as e:
-        if required: raise
-        _log.warning("greedy_steps is unavailable: %s", e)
-        _loaded['greedy'] = None
-    return _loaded['greedy']
+    return load_library(SMALL_M_SOURCE + STACK_SOURCE + GREEDY_SOURCE, 'greedy_steps',
+                        c_function('greedy_steps', GREEDY_ARGTYPES, ctypes.c_int), 'greedy_steps',
+                        "chapter 12's loop", required)
 
 def greedy_head(model) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     "The (weight, bias) of `model`'s head if its logits are the small-M kernel's product; else None."
