@@ -24,7 +24,8 @@ _log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['EXP_SOURCE', 'SCORES_SOURCE', 'SOFTMAX_SOURCE', 'VALUES_SOURCE', 'AVX512_SUM_SOURCE', 'AVX512_SCORES_SOURCE',
            'AVX512_SOFTMAX_SOURCE', 'DRIVER_SOURCE', 'KERNEL_SOURCE', 'PORTABLE_SOURCE', 'LIBRARIES', 'build_library',
-           'check_decode_inputs', 'bind_paged_decode', 'load_library', 'load_paged_decode', 'cpu_kernel_paged_cache']
+           'c_function', 'check_decode_inputs', 'bind_paged_decode', 'load_library', 'load_paged_decode',
+           'cpu_kernel_paged_cache']
 
 # %% ../nbs/06a_cpu_kernel.ipynb #965f52ce
 _FLAG_SETS = (['-O3', '-march=native', '-fopenmp'], ['-O3', '-fopenmp'])
@@ -47,6 +48,15 @@ def build_library(source: str, name: str) -> Path:
             os.replace(tmp, lib); return lib
         os.unlink(tmp); errors.append(r.stderr.strip()[-500:])
     raise RuntimeError(f"could not compile {name} with {compiler}: {errors[-1]}")
+
+# %% ../nbs/06a_cpu_kernel.ipynb #e241a7b4
+def c_function(name: str, argtypes: list, restype=None):
+    "A bind: the function `name` of the library at a path, its argument and result types declared."
+    def bind(lib_path: Path):
+        fn = getattr(ctypes.CDLL(str(lib_path)), name)
+        fn.argtypes, fn.restype = argtypes, restype
+        return fn
+    return bind
 
 # %% ../nbs/06a_cpu_kernel.ipynb #11e50695
 EXP_SOURCE = r'''
@@ -345,7 +355,8 @@ def bind_paged_decode(lib_path: Path) -> Callable:
 LIBRARIES: dict = {}         # name -> the bound library; None: it could not be built (warned)
 
 def load_library(source: str, name: str, bind, what: str, fallback: str, required: bool = False):
-    "`bind` of the library built from `source`, once; None (and a warning, once) if it cannot be."
+    """`bind` of the library built from `source`, once. If it cannot be built: None and one warning
+    ('<what> unavailable, using <fallback>'); or, when `required`, the error, tried again each time."""
     if LIBRARIES.get(name) is not None or (name in LIBRARIES and not required):
         return LIBRARIES[name]
     try: LIBRARIES[name] = bind(build_library(source, name))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import logging
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -17,8 +16,6 @@ from fastcore.basics import patch
 from .cpu_kernel import load_library
 from .engine import arg, check_arg, engine_args
 from .model import Attention, DecoderModel, Linear, ModelLayers
-
-_log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['FUSED_SOURCE', 'ROPE_SOURCE', 'FUSED_OPS', 'check_fused_inputs', 'FusedOps', 'load_fused_ops', 'FusedAttention',

@@ -24,8 +24,6 @@ from .kv_cache import (BlockManager, PagedAttention, PagedKVCache, bytes_per_blo
                                    default_num_kv_blocks)
 from .model import ModelLayers, causal_attention
 
-_log = logging.getLogger(__name__)
-
 # %% auto #0
 __all__ = ['INT4_GROUP_SIZES', 'QUANT_SOURCE', 'INT4_LAYOUTS', 'DEQUANTIZE_ROWS', 'QUANTIZATIONS', 'FP8_MAX', 'FP8_DECODE_SOURCE',
            'ENGINE_QUANTIZATIONS', 'KV_CACHE_DTYPES', 'quantize_int8', 'dequantize_int8', 'int8_mm', 'torchao_quiet',

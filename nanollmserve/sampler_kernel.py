@@ -6,17 +6,13 @@
 from __future__ import annotations
 
 import ctypes
-import logging
 from dataclasses import dataclass
 
 import torch
 
-from .cpu_kernel import load_library
-from .small_m import c_function
+from .cpu_kernel import c_function, load_library
 from .engine import arg, check_arg, engine_args
 from .sampling import Sampler, SamplingParams
-
-_log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SAMPLER_SOURCE', 'SAMPLER_ARGTYPES', 'SAMPLER_KERNEL', 'load_sampler_kernel', 'kernel_sample', 'KernelSampler',

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import itertools
-import logging
 from dataclasses import dataclass
 
 import torch
@@ -17,17 +16,15 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import nn
 
-from .cpu_kernel import KERNEL_SOURCE, build_library, load_library
+from .cpu_kernel import KERNEL_SOURCE, build_library, c_function, load_library
 from .engine import arg, check_arg, engine_args
 from .kv_cache import PagedAttention, PagedKVCache
 from .model import MLP, Attention, CausalLM, DecoderLayer, Linear, RMSNorm, RotaryEmbedding
 from .spec_decode import DECODE_FEED, DraftModelProposer
 
-_log = logging.getLogger(__name__)
-
 # %% auto #0
-__all__ = ['SMALL_M_SOURCE', 'SMALL_M', 'STACK_SOURCE', 'LAYER_TENSORS', 'STACK_ARGTYPES', 'STEP_ERRORS', 'GREEDY_SOURCE',
-           'GREEDY_ARGTYPES', 'c_function', 'load_small_m', 'small_m_linear', 'small_m_rows', 'SmallMLinear',
+__all__ = ['SMALL_M_SOURCE', 'SMALL_M_ARGTYPES', 'SMALL_M', 'STACK_SOURCE', 'LAYER_TENSORS', 'STACK_ARGTYPES', 'STEP_ERRORS',
+           'GREEDY_SOURCE', 'GREEDY_ARGTYPES', 'load_small_m', 'small_m_linear', 'small_m_rows', 'SmallMLinear',
            'SmallMEmbedding', 'SmallMArgs', 'layer_tensor', 'stack_refusal', 'bind_decode_stack', 'load_decode_stack',
            'DecodeStack', 'kernel_head', 'DecodeStackArgs', 'load_greedy_steps', 'greedy_head', 'StackDraftProposer']
 
@@ -119,18 +116,12 @@ void small_m_linear(const float *x, const float *w, float *y, int M, int N, int 
 '''
 
 # %% ../nbs/18_small_m_matmul.ipynb #4b3c56ce
-def c_function(name: str, argtypes: list, restype=None):
-    "A `bind` for chapter 6a's `load_library`: the library's function `name`, its arguments declared."
-    def bind(lib_path):
-        fn = getattr(ctypes.CDLL(str(lib_path)), name)
-        fn.argtypes, fn.restype = argtypes, restype
-        return fn
-    return bind
+SMALL_M_ARGTYPES = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 4
 
 def load_small_m(required: bool = False):
     "The C function, built on first use; None (and a warning) if it cannot be built, unless `required`."
-    return load_library(SMALL_M_SOURCE, 'small_m', c_function('small_m_linear', [ctypes.c_void_p] * 3
-                        + [ctypes.c_int] * 4), 'small-M matmul kernel', "PyTorch's", required)
+    return load_library(SMALL_M_SOURCE, 'small_m', c_function('small_m_linear', SMALL_M_ARGTYPES),
+                        'small-M matmul kernel', "PyTorch's", required)
 
 def small_m_linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     "`x @ w.T` for float32 CPU tensors `x` [M, K] and `w` [N, K], by the C kernel."
@@ -371,7 +362,7 @@ def bind_decode_stack(lib_path):
 def load_decode_stack(required: bool = False):
     "(the C step, the address of chapter 6a's attention kernel); None if they cannot be built."
     return load_library(SMALL_M_SOURCE + STACK_SOURCE, 'decode_stack', bind_decode_stack,
-                        "the decode stack's C step", 'the layers', required)
+                        'decode stack C step', "the model's own forward pass", required)
 
 # %% ../nbs/18_small_m_matmul.ipynb #17a18be2
 class DecodeStack:
