@@ -581,8 +581,8 @@ def greedy_steps(self: DecodeStack, input_ids, positions, attn, last: list[int],
     bad = fn(input_ids.data_ptr(), positions.data_ptr(), emb, inv_freq, rope_scale,
              self.out.data_ptr(), n, self.pointers, layers, norm, attn.slot_mapping.data_ptr(),
              table.data_ptr(), attn.context_lens.data_ptr(), table.shape[1], self.dims, eps, scale,
-             self.scratch.data_ptr(), self.attention, torch.get_num_threads(), (ctypes.c_int32 * S)(*last),
-             (ctypes.c_int32 * S)(*want), S, max(want), weight.data_ptr(),
+             self.scratch.data_ptr(), self.attention, torch.get_num_threads(),
+             (ctypes.c_int32 * S)(*last), (ctypes.c_int32 * S)(*want), S, max(want), weight.data_ptr(),
              None if bias is None else bias.data_ptr(), tokens.data_ptr(), buf.data_ptr(),
              ibuf.data_ptr(), tbuf.data_ptr())
     if bad: raise ValueError(f"greedy_steps: {STEP_ERRORS.get(bad, 'a row or count out of range')}")
