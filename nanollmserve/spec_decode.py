@@ -16,6 +16,7 @@ import torch
 from fastcore.basics import patch
 
 from .engine import EngineArgs, ModelRunner, arg, arg_rule, assemble, engine_args
+from . import kv_cache as _paged   # drafts live in paged KV blocks: that part comes along
 from .loader import load_tokenizer
 from .sampling import _gather_logprobs, apply_penalties, draw_tokens, sampling_probs
 

@@ -9,7 +9,8 @@ and Quarto skip them. Slow cells run (their outputs are the plots); `#| gpu` cel
 unless --train is given; with --keep bench, cells flagged `#| bench` are not run and keep their saved
 outputs; with --keep-output N, cell N (an index: it shifts when cells are added) runs but keeps its
 saved output: an output measured on another machine, say one whose instruction set this one lacks, when
-the cells after it need its state.
+the cells after it need its state; with --run N, cell N runs even though its flag is kept (one `#| train`
+cell whose inputs the cells before it make, say).
 A cell that raises stops the run and nothing is written.
 """
 import argparse
@@ -29,6 +30,7 @@ class SkippingClient(NotebookClient):
     skip_flags: tuple = ()
     keep_flags: tuple = ()      # not run, their saved outputs kept (say, `bench` cells)
     keep_outputs: tuple = ()    # cell indices run but their saved outputs kept
+    run_anyway: tuple = ()      # cell indices run whatever their flags keep
 
     def _skip(self, cell) -> bool:
         src = cell.source
@@ -36,8 +38,8 @@ class SkippingClient(NotebookClient):
         return any(re.search(rf'^#\|\s*{flag}\b', src, re.M) for flag in self.skip_flags)
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
-        if cell.cell_type == 'code' and any(re.search(rf'^#\|\s*{flag}\b', cell.source, re.M)
-                                            for flag in self.keep_flags):
+        kept = any(re.search(rf'^#\|\s*{flag}\b', cell.source, re.M) for flag in self.keep_flags)
+        if cell.cell_type == 'code' and kept and cell_index not in self.run_anyway:
             return cell
         if cell.cell_type == 'code' and self._skip(cell):
             cell.outputs = []
@@ -62,6 +64,8 @@ def main():
                          'without it they are kept like --keep train')
     ap.add_argument('--keep-output', action='append', default=[], type=int, metavar='N',
                     help='run cell N (its index in the notebook) but keep its saved output')
+    ap.add_argument('--run', action='append', default=[], type=int, metavar='N',
+                    help='run cell N (its index in the notebook) even if a kept flag marks it')
     args = ap.parse_args()
     paths = args.notebooks or sorted((ROOT / 'nbs').glob('[0-9]*.ipynb'))
     for path in paths:
@@ -71,6 +75,7 @@ def main():
         client.skip_flags = () if args.gpu else ('gpu',)
         client.keep_flags = tuple(args.keep) + (() if args.train else ('train',))
         client.keep_outputs = tuple(args.keep_output)
+        client.run_anyway = tuple(args.run)
         print(f'executing {path} ...', flush=True)
         client.execute()
         nbformat.write(nb, path)

@@ -24,7 +24,7 @@ __all__ = ['SKIP_DIRS', 'HEADING_RULES', 'DEMO_SIZES', 'SUFFIXES', 'DEGENERATE',
            'windows', 'held_loss', 'adamw', 'train', 'unigram_perplexity', 'greedy_agreement', 'save_checkpoint',
            'dictionary_share', 'repeated_share', 'greedy_ids', 'greedy_text', 'repetition_report',
            'context_unlikelihood', 'repeat_mask', 'UnlikelihoodConfig', 'sequence_unlikelihood',
-           'unlikelihood_finetune']
+           'unlikelihood_finetune', 'distill_loss', 'greedy_continuations', 'DistillConfig', 'distill_draft']
 
 # %% ../../nbs/95_demo_models.ipynb #c7864514
 SKIP_DIRS = {'site-packages', 'test', 'tests', 'idlelib', 'lib2to3', 'tkinter', 'turtledemo',
@@ -371,3 +371,54 @@ def unlikelihood_finetune(model, stream: torch.Tensor, cfg: UnlikelihoodConfig) 
         opt.step(); opt.zero_grad(set_to_none=True)
     hist['seconds'] = time.perf_counter() - t0
     return hist
+
+# %% ../../nbs/95_demo_models.ipynb #47694a29
+import torch.nn.functional as F
+
+def distill_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
+    "KL(teacher ‖ student) of the next-token distributions: summed over the vocabulary, mean over positions."
+    s = F.log_softmax(student_logits.float(), -1)
+    t = F.log_softmax(teacher_logits.float(), -1)
+    return (t.exp() * (t - s)).sum(-1).mean()
+
+@torch.no_grad()
+def greedy_continuations(model, prefixes: torch.Tensor, n: int, batch: int = 64) -> torch.Tensor:
+    "Each row of `prefixes` followed by `model`'s `n` greedy tokens (`transformers`' `generate`)."
+    out = []
+    for x in prefixes.split(batch):
+        out.append(model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n,
+                                  min_new_tokens=n, do_sample=False, pad_token_id=0))
+    return torch.cat(out)
+
+# %% ../../nbs/95_demo_models.ipynb #51bdc3e9
+@dataclass
+class DistillConfig(TrainConfig):
+    steps: int = 600
+    seq_len: int = 160
+    lr: float = 1e-3
+    warmup: int = 20
+    min_lr: float = 1e-4
+    prompts: int = 1024       # corpus windows the target continues greedily ...
+    prefix: int = 32          # ... of this many tokens
+    continuation: int = 128   # ... by this many
+
+def distill_draft(draft, target, stream: torch.Tensor, cfg: DistillConfig) -> dict:
+    """Train `draft` in place toward `target`'s next-token distributions: corpus windows (even
+    steps) and the target's own greedy continuations (odd steps). The loss at every step."""
+    g = torch.Generator().manual_seed(cfg.seed)
+    own = greedy_continuations(target.eval(), windows(stream, cfg.prompts, cfg.prefix, g),
+                               cfg.continuation)
+    opt, hist, t0 = adamw(draft, cfg), dict(step=[], loss=[]), time.perf_counter()
+    for step in range(cfg.steps):
+        for group in opt.param_groups: group['lr'] = cfg.lr_at(step)
+        x = (windows(stream, cfg.batch, cfg.seq_len, g) if step % 2 == 0
+             else own[torch.randint(0, len(own), (cfg.batch,), generator=g)])
+        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=cfg.bf16):
+            with torch.no_grad(): teacher = target(input_ids=x).logits
+            draft.train()
+            loss = distill_loss(draft(input_ids=x).logits, teacher)
+        opt.zero_grad(); loss.backward()
+        torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0); opt.step()
+        hist['step'].append(step); hist['loss'].append(loss.item())
+    draft.eval()
+    return hist | dict(seconds=time.perf_counter() - t0)
