@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 # %% auto #0
 __all__ = ['SKIP_DIRS', 'HEADING_RULES', 'DEMO_SIZES', 'SUFFIXES', 'DEGENERATE', 'pydoc_topics', 'named_nodes',
@@ -373,8 +374,6 @@ def unlikelihood_finetune(model, stream: torch.Tensor, cfg: UnlikelihoodConfig) 
     return hist
 
 # %% ../../nbs/95_demo_models.ipynb #47694a29
-import torch.nn.functional as F
-
 def distill_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
     "KL(teacher ‖ student) of the next-token distributions: summed over the vocabulary, mean over positions."
     s = F.log_softmax(student_logits.float(), -1)
@@ -383,18 +382,21 @@ def distill_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor) -> 
 
 @torch.no_grad()
 def greedy_continuations(model, prefixes: torch.Tensor, n: int, batch: int = 64) -> torch.Tensor:
-    "Each row of `prefixes` followed by `model`'s `n` greedy tokens (`transformers`' `generate`)."
+    "Each row of `prefixes` followed by `model`'s `n` greedy tokens, its end tokens held back."
     out = []
     for x in prefixes.split(batch):
         out.append(model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n,
-                                  min_new_tokens=n, do_sample=False, pad_token_id=0))
+                                  min_new_tokens=n, do_sample=False,
+                                  pad_token_id=0))          # rows of one length: no padding
     return torch.cat(out)
 
 # %% ../../nbs/95_demo_models.ipynb #51bdc3e9
 @dataclass
 class DistillConfig(TrainConfig):
+    """Distillation's settings: `TrainConfig`'s steps, batch, schedule, `bf16` and seed (it neither
+    evaluates nor compiles)."""
     steps: int = 600
-    seq_len: int = 160
+    seq_len: int = 160        # corpus windows as long as the target's rows: prefix + continuation
     lr: float = 1e-3
     warmup: int = 20
     min_lr: float = 1e-4
