@@ -393,8 +393,8 @@ def greedy_continuations(model, prefixes: torch.Tensor, n: int, batch: int = 64)
 # %% ../../nbs/95_demo_models.ipynb #51bdc3e9
 @dataclass
 class DistillConfig(TrainConfig):
-    """Distillation's settings: `TrainConfig`'s steps, batch, schedule, `bf16` and seed (it neither
-    evaluates nor compiles)."""
+    """Distillation's settings: `TrainConfig`'s steps, batch, schedule, weight decay, `bf16` and
+    seed (it neither evaluates nor compiles)."""
     steps: int = 600
     seq_len: int = 160        # corpus windows as long as the target's rows: prefix + continuation
     lr: float = 1e-3
