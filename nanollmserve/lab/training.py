@@ -375,7 +375,7 @@ def unlikelihood_finetune(model, stream: torch.Tensor, cfg: UnlikelihoodConfig) 
 
 # %% ../../nbs/95_demo_models.ipynb #47694a29
 def distill_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
-    "KL(teacher ‖ student) of the next-token distributions: summed over the vocabulary, mean over positions."
+    "KL(teacher ‖ student) of next-token distributions, summed over the vocabulary, mean over positions."
     s = F.log_softmax(student_logits.float(), -1)
     t = F.log_softmax(teacher_logits.float(), -1)
     return (t.exp() * (t - s)).sum(-1).mean()
