@@ -143,6 +143,9 @@ INLINE float qsum(qv v) {
 # %% ../nbs/15_quantization.ipynb #int8blk2
 QUANT_SOURCE += r'''
 /* y[m, n] = scale[n] * sum_k x[m, k] q[n, k] for MB activation rows and 4 weight rows. */
+#ifndef INT8_PREFETCH
+#define INT8_PREFETCH 1
+#endif
 #ifdef QW
 #define INT8_BLOCK(MB)                                                                           \
 INLINE void int8_block_##MB(const float *x, const int8_t *q, const float *scale, float *y,      \
@@ -152,6 +155,8 @@ INLINE void int8_block_##MB(const float *x, const int8_t *q, const float *scale,
     int k = 0;                                                                                   \
     for (; k + QW <= K; k += QW) {                                                               \
         qv w[4];                                                                                 \
+        if (INT8_PREFETCH && !(k & 63))          /* the next block's rows, a line at a time */  \
+            for (int j = 4; j < 8; j++) __builtin_prefetch(q + (int64_t)j * K + k);             \
         for (int j = 0; j < 4; j++) w[j] = QLOAD8(q + (int64_t)j * K + k);                       \
         for (int i = 0; i < MB; i++) {                                                           \
             const qv xv = QLOADF(x + (int64_t)i * K + k);                                        \
@@ -347,6 +352,66 @@ INT4_BLOCK(1, 16) INT4_BLOCK(2, 16) INT4_BLOCK(1, 32) INT4_BLOCK(2, 32)
 #endif
 '''
 
+# %% ../nbs/15_quantization.ipynb #int4avx2
+QUANT_SOURCE += r'''
+#if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(INT4_AVX2_ONLY)
+#define QUANT_INT4_AVX512 1
+/* the AVX2 group pass in vectors of 16 rows: 16 bytes widened to 16 int32 lanes, and a permute
+   by each lane's low 4 bits reads the code's float out of a table of 0..15 */
+#define INT4_GROUP512(MR, half)                                                                  \
+    for (int k = k0; k < k0 + g; k++) {                                                          \
+        __m512 xv[MR];                                                                           \
+        for (int r = 0; r < MR; r++) {                                                           \
+            xv[r] = _mm512_set1_ps(x[(int64_t)r * K + k]); xs[r] += x[(int64_t)r * K + k];       \
+        }                                                                                        \
+        for (int c = 0; c < half / 16; c++) {                                                    \
+            const __m512i e = _mm512_cvtepu8_epi32(                                              \
+                _mm_loadu_si128((const __m128i *)(pb + (int64_t)k * half + c * 16)));            \
+            const __m512 lo = _mm512_permutexvar_ps(e, lut);                                     \
+            const __m512 up = _mm512_permutexvar_ps(_mm512_srli_epi32(e, 4), lut);               \
+            for (int r = 0; r < MR; r++) {                                                       \
+                acc[r][c] = _mm512_fmadd_ps(xv[r], lo, acc[r][c]);                               \
+                acc[r][half / 16 + c] = _mm512_fmadd_ps(xv[r], up, acc[r][half / 16 + c]);       \
+            }                                                                                    \
+        }                                                                                        \
+    }
+#endif
+'''
+
+# %% ../nbs/15_quantization.ipynb #int4avx4
+QUANT_SOURCE += r'''
+#ifdef QUANT_INT4_AVX512
+#define INT4_BLOCK512(MR, half)                                                                  \
+INLINE void int4_block512_##MR##_##half(const float *x, const uint8_t *pb, const uint16_t *sz,  \
+                                        float *y, int N, int K, int g) {                         \
+    const __m512 lut = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);     \
+    for (int k0 = 0; k0 < K; k0 += g) {                                                          \
+        __m512 acc[MR][half / 8]; float xs[MR] = {0};                                            \
+        for (int r = 0; r < MR; r++)                                                             \
+            for (int v = 0; v < half / 8; v++) acc[r][v] = _mm512_setzero_ps();                  \
+        INT4_GROUP512(MR, half)                                                                  \
+        const uint16_t *p = sz + (int64_t)(k0 / g) * N * 2;  /* the group's (s, z) pairs */     \
+        for (int v = 0; v < half / 8; v++) {                                                     \
+            const __m512i u = _mm512_loadu_si512((const void *)(p + v * 32));                    \
+            const __m512 s = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));                      \
+            const __m512 z = _mm512_castsi512_ps(_mm512_and_si512(u, _mm512_set1_epi32(-65536))); \
+            const __m512 zs = _mm512_fnmadd_ps(_mm512_set1_ps(8.f), s, z);                       \
+            for (int r = 0; r < MR; r++) {                 /* y += s Σxq + (z - 8s) Σx */      \
+                float *yv = y + (int64_t)r * N + v * 16;                                         \
+                const __m512 t = k0 ? _mm512_loadu_ps(yv) : _mm512_setzero_ps();                 \
+                _mm512_storeu_ps(yv, _mm512_fmadd_ps(s, acc[r][v],                               \
+                                     _mm512_fmadd_ps(zs, _mm512_set1_ps(xs[r]), t)));            \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+}
+INT4_BLOCK512(1, 16) INT4_BLOCK512(2, 16) INT4_BLOCK512(1, 32) INT4_BLOCK512(2, 32)
+#define INT4_VECTOR_BLOCK(MR, half) int4_block512_##MR##_##half   /* what int4_linear calls */
+#elif defined(QUANT_INT4_AVX2)
+#define INT4_VECTOR_BLOCK(MR, half) int4_block_##MR##_##half
+#endif
+'''
+
 # %% ../nbs/15_quantization.ipynb #int4lin3
 QUANT_SOURCE += r'''
 /* row n of any layout: its codes at col[k * stride] >> shift; the vector block's arithmetic,
@@ -383,14 +448,14 @@ void int4_linear(const float *x, const uint8_t *packed, const uint16_t *sz, floa
             continue;
         }
         const uint8_t *pb = packed + (int64_t)b * K * half;
-#ifdef QUANT_INT4_AVX2
+#ifdef INT4_VECTOR_BLOCK
         if (halves && (half == 16 || half == 32)) {
             const uint16_t *szb = sz + (int64_t)b * block * 2;
             float *yb = ym + b * block;
-            if (m + 1 < M && half == 16) { int4_block_2_16(xm, pb, szb, yb, N, K, g); m++; }
-            else if (m + 1 < M) { int4_block_2_32(xm, pb, szb, yb, N, K, g); m++; }
-            else if (half == 16) int4_block_1_16(xm, pb, szb, yb, N, K, g);
-            else int4_block_1_32(xm, pb, szb, yb, N, K, g);
+            if (m + 1 < M && half == 16) { INT4_VECTOR_BLOCK(2, 16)(xm, pb, szb, yb, N, K, g); m++; }
+            else if (m + 1 < M) { INT4_VECTOR_BLOCK(2, 32)(xm, pb, szb, yb, N, K, g); m++; }
+            else if (half == 16) INT4_VECTOR_BLOCK(1, 16)(xm, pb, szb, yb, N, K, g);
+            else INT4_VECTOR_BLOCK(1, 32)(xm, pb, szb, yb, N, K, g);
             continue;
         }
 #endif
@@ -477,7 +542,7 @@ def load_quant_kernels(required: bool = False) -> QuantKernels | None:
                         required)
 
 # %% ../nbs/15_quantization.ipynb #48f7453f
-DEQUANTIZE_ROWS = 48    # from this many rows, dequantize + float32 matmul (the sweep above)
+DEQUANTIZE_ROWS = 384   # from this many rows, dequantize + float32 matmul (the sweep above)
 
 # %% ../nbs/15_quantization.ipynb #3c41f35e
 def layer_format(out_features: int, in_features: int, quantization: str | None,

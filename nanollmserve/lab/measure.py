@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -1181,7 +1181,7 @@ def weight_bytes(cfg: ModelConfig, dtype_bytes: int = 2) -> int:
 import math
 import statistics
 import torch.nn.functional as F
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 # %% ../../nbs/15_quantization.ipynb #b3b807d5
@@ -1259,11 +1259,25 @@ def _dequantized(kern, fmt: str, w: torch.Tensor):
     packed, sz = pack_int4(*quantize_int4(w, g))
     return lambda x: F.linear(x, kern.int4_dequant(packed, sz, g, out))
 
+@cache
+def quant_kernels_with(*defines: str):
+    "This chapter's library built with C `defines` that turn a choice off, to measure what it buys."
+    from nanollmserve.cpu_kernel import build_library
+    head = ''.join(f'#define {d}\n' for d in defines)
+    return QUANT.QuantKernels(build_library(head + QUANT.QUANT_SOURCE, 'quant_variant'))
+
+def _int8_ours(k, w):
+    return partial(lambda codes, s, x: k.int8_linear(x, codes, s), *QUANT.quantize_int8(w))
+
+def _int4_ours(k, w, g=32):
+    return partial(lambda p, sz, x: k.int4_linear(x, p, sz, g),
+                   *QUANT.pack_int4(*QUANT.quantize_int4(w, g)))
+
 MATMULS |= {
-    'int8 (ours)': _ours(lambda k, w: partial(lambda codes, s, x: k.int8_linear(x, codes, s),
-                                              *QUANT.quantize_int8(w))),
-    'int4 g32 (ours)': _ours(lambda k, w: partial(lambda p, sz, x: k.int4_linear(x, p, sz, 32),
-                                                  *QUANT.pack_int4(*QUANT.quantize_int4(w, 32)))),
+    'int8 (ours)': _ours(_int8_ours),
+    'int8 (ours), no prefetch': lambda w: _int8_ours(quant_kernels_with('INT8_PREFETCH 0'), w),
+    'int4 g32 (ours)': _ours(_int4_ours),
+    'int4 g32 (ours), AVX2': lambda w: _int4_ours(quant_kernels_with('INT4_AVX2_ONLY'), w),
     'int8, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int8', w)),
     'int4 g32, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int4', w)),
 }
