@@ -123,6 +123,7 @@ typedef __m512 qv;
 #define QLOADF(p) _mm512_loadu_ps(p)
 #define QLOAD8(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
 #define QFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define QADD(a, b) _mm512_add_ps(a, b)
 INLINE float qsum(qv v) { return _mm512_reduce_add_ps(v); }
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -132,6 +133,7 @@ typedef __m256 qv;
 #define QLOADF(p) _mm256_loadu_ps(p)
 #define QLOAD8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
 #define QFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define QADD(a, b) _mm256_add_ps(a, b)
 INLINE float qsum(qv v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -143,9 +145,6 @@ INLINE float qsum(qv v) {
 # %% ../nbs/15_quantization.ipynb #int8blk2
 QUANT_SOURCE += r'''
 /* y[m, n] = scale[n] * sum_k x[m, k] q[n, k] for MB activation rows and 4 weight rows. */
-#ifndef INT8_PREFETCH
-#define INT8_PREFETCH 1
-#endif
 #ifdef QW
 #define INT8_BLOCK(MB)                                                                           \
 INLINE void int8_block_##MB(const float *x, const int8_t *q, const float *scale, float *y,      \
@@ -155,8 +154,6 @@ INLINE void int8_block_##MB(const float *x, const int8_t *q, const float *scale,
     int k = 0;                                                                                   \
     for (; k + QW <= K; k += QW) {                                                               \
         qv w[4];                                                                                 \
-        if (INT8_PREFETCH && !(k & 63))          /* the next block's rows, a line at a time */  \
-            for (int j = 4; j < 8; j++) __builtin_prefetch(q + (int64_t)j * K + k);             \
         for (int j = 0; j < 4; j++) w[j] = QLOAD8(q + (int64_t)j * K + k);                       \
         for (int i = 0; i < MB; i++) {                                                           \
             const qv xv = QLOADF(x + (int64_t)i * K + k);                                        \
@@ -170,6 +167,40 @@ INLINE void int8_block_##MB(const float *x, const int8_t *q, const float *scale,
     }                                                                                            \
 }
 INT8_BLOCK(1) INT8_BLOCK(2) INT8_BLOCK(3) INT8_BLOCK(4)
+#endif
+'''
+
+# %% ../nbs/15_quantization.ipynb #int8row2
+QUANT_SOURCE += r'''
+/* y[m * N] = scale * sum_k x[m, k] q[k] for MB activation rows and one weight row, QU vectors of
+   codes a step, each into an accumulator of its own; the bytes 512 ahead asked for each step */
+#ifdef QW
+#define QU 4                                   /* vectors a step: 64 bytes with AVX-512 */
+#define INT8_ROW(MB)                                                                             \
+INLINE void int8_row_##MB(const float *x, const int8_t *q, float scale, float *y, int N, int K) { \
+    qv acc[MB][QU];                                                                              \
+    for (int i = 0; i < MB; i++) for (int u = 0; u < QU; u++) acc[i][u] = QZERO;                 \
+    int k = 0;                                                                                   \
+    for (; k + QU * QW <= K; k += QU * QW) {                                                     \
+        __builtin_prefetch(q + k + 512);             /* this row's bytes, or the next row's */   \
+        for (int u = 0; u < QU; u++) {                                                           \
+            const qv w = QLOAD8(q + k + u * QW);                                                 \
+            for (int i = 0; i < MB; i++)                                                         \
+                acc[i][u] = QFMA(QLOADF(x + (int64_t)i * K + k + u * QW), w, acc[i][u]);         \
+        }                                                                                        \
+    }                                                                                            \
+    for (; k + QW <= K; k += QW) {                                                               \
+        const qv w = QLOAD8(q + k);                                                              \
+        for (int i = 0; i < MB; i++) acc[i][0] = QFMA(QLOADF(x + (int64_t)i * K + k), w, acc[i][0]); \
+    }                                                                                            \
+    for (int i = 0; i < MB; i++) {                                                               \
+        for (int u = 1; u < QU; u++) acc[i][0] = QADD(acc[i][0], acc[i][u]);                     \
+        float s = qsum(acc[i][0]);                                                               \
+        for (int t = k; t < K; t++) s += x[(int64_t)i * K + t] * q[t];                           \
+        y[(int64_t)i * N] = s * scale;                                                           \
+    }                                                                                            \
+}
+INT8_ROW(1) INT8_ROW(2) INT8_ROW(3) INT8_ROW(4)
 #endif
 '''
 
@@ -187,6 +218,19 @@ static void int8_rows(const float *x, const int8_t *q, const float *scale, float
 /* x [M, K] float32, q [N, K] int8, scale [N] float32 -> y [M, N] float32. */
 void int8_linear(const float *x, const int8_t *q, const float *scale, float *y, int M, int N,
                  int K, int nthreads) {
+#if defined(QW) && !defined(INT8_NO_ROW_WALK)
+    if (M <= 4) {                               /* the row walk: each thread a range of rows */
+        #pragma omp parallel for schedule(static) num_threads(nthreads)
+        for (int n = 0; n < N; n++) {
+            const int8_t *qn = q + (int64_t)n * K;
+            if (M == 1) int8_row_1(x, qn, scale[n], y + n, N, K);
+            else if (M == 2) int8_row_2(x, qn, scale[n], y + n, N, K);
+            else if (M == 3) int8_row_3(x, qn, scale[n], y + n, N, K);
+            else int8_row_4(x, qn, scale[n], y + n, N, K);
+        }
+        return;
+    }
+#endif
     #pragma omp parallel for schedule(static) num_threads(nthreads)
     for (int n0 = 0; n0 < N; n0 += 4) {
         const int nb = N - n0 < 4 ? N - n0 : 4;

@@ -1275,7 +1275,7 @@ def _int4_ours(k, w, g=32):
 
 MATMULS |= {
     'int8 (ours)': _ours(_int8_ours),
-    'int8 (ours), no prefetch': lambda w: _int8_ours(quant_kernels_with('INT8_PREFETCH 0'), w),
+    'int8 (ours), 4-row blocks': lambda w: _int8_ours(quant_kernels_with('INT8_NO_ROW_WALK'), w),
     'int4 g32 (ours)': _ours(_int4_ours),
     'int4 g32 (ours), AVX2': lambda w: _int4_ours(quant_kernels_with('INT4_AVX2_ONLY'), w),
     'int8, dequantize + float32': _ours(lambda k, w: _dequantized(k, 'int8', w)),
