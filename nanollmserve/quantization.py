@@ -702,6 +702,7 @@ class Int8Embedding(nn.Module):
     "The token table in int8 rows, one scale each, quantized as it loads."
     def __init__(self, num_embeddings: int, embedding_dim: int):
         super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim   # nn.Embedding's
         self.shape = (num_embeddings, embedding_dim)
         self.weight = nn.Parameter(torch.empty(*self.shape, device='meta'), requires_grad=False)
         self.weight.weight_loader = self.weight_loader

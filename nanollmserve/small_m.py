@@ -19,14 +19,18 @@ from torch import nn
 from .cpu_kernel import KERNEL_SOURCE, build_library, c_function, load_library
 from .engine import arg, check_arg, engine_args
 from .kv_cache import PagedAttention, PagedKVCache
+from .quantization import (QUANT_SOURCE, Int8Embedding, PackedLinear, QuantLinear,
+                                       int4_layout)
 from .model import MLP, Attention, CausalLM, DecoderLayer, Linear, RMSNorm, RotaryEmbedding
 from .spec_decode import DECODE_FEED, DraftModelProposer
 
 # %% auto #0
 __all__ = ['SMALL_M_SOURCE', 'SMALL_M_ARGTYPES', 'SMALL_M', 'STACK_SOURCE', 'LAYER_TENSORS', 'STACK_ARGTYPES', 'STEP_ERRORS',
-           'GREEDY_SOURCE', 'GREEDY_ARGTYPES', 'load_small_m', 'small_m_linear', 'small_m_rows', 'SmallMLinear',
-           'SmallMEmbedding', 'SmallMArgs', 'layer_tensor', 'stack_refusal', 'bind_decode_stack', 'load_decode_stack',
-           'DecodeStack', 'kernel_head', 'DecodeStackArgs', 'load_greedy_steps', 'greedy_head', 'StackDraftProposer']
+           'STACK_KINDS', 'GREEDY_SOURCE', 'GREEDY_ARGTYPES', 'QUANT_STACK_HEAD', 'QUANT_STACK_SOURCE', 'STACK_WEIGHTS',
+           'load_small_m', 'small_m_linear', 'small_m_rows', 'SmallMLinear', 'SmallMEmbedding', 'SmallMArgs',
+           'layer_tensor', 'projections', 'stack_refusal', 'bind_decode_stack', 'load_decode_stack', 'DecodeStack',
+           'kernel_head', 'DecodeStackArgs', 'load_greedy_steps', 'greedy_head', 'StackDraftProposer',
+           'load_quant_stack', 'StackWeight', 'stack_weight', 'QuantDecodeStack']
 
 # %% ../nbs/18_small_m_matmul.ipynb #4f47c1ff
 SMALL_M_SOURCE = r'''
@@ -209,6 +213,13 @@ static void project(const float *x, const float *w, const float *b, float *y, in
     small_m_linear(x, w, y, M, N, K, nthreads);
     if (b) for (int m = 0; m < M; m++) for (int n = 0; n < N; n++) y[(int64_t)m * N + n] += b[n]; }
 
+/* how the step multiplies by a layer's weight and reads a row of the token table: float32 here; a
+   library built for weights of other formats defines its own before this source */
+#ifndef PROJECT
+#define PROJECT project
+#define EMBED_ROW(dst, table, id, H) memcpy(dst, (table) + (id) * (H), (size_t)(H) * sizeof(float))
+#endif
+
 /* x [D] rotated in place: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin) */
 static void rope(float *x, const float *c, const float *s, int D) {
     const int h = D / 2;
@@ -265,7 +276,7 @@ static void embed_rope(const int64_t *ids, const int64_t *pos, const float *tabl
                        const float *inv_freq, float scale, float *x, float *cs, float *sn,
                        int B, int H, int D) {
     for (int b = 0; b < B; b++) {
-        memcpy(x + (int64_t)b * H, table + ids[b] * H, (size_t)H * sizeof(float));
+        EMBED_ROW(x + (int64_t)b * H, table, ids[b], H);
         float *c = cs + (int64_t)b * D, *s = sn + (int64_t)b * D;
         for (int i = 0; i < D / 2; i++) {
             const float f = (float)pos[b] * inv_freq[i];
@@ -295,19 +306,19 @@ int decode_stack(const int64_t *ids, const int64_t *pos, const float *table, con
         const float *const *p = w + (int64_t)l * NUM_PTRS;
         float *kc = (float *)p[K_CACHE], *vc = (float *)p[V_CACHE];
         rms_norm_rows(x, p[IN_NORM], h, B, H, eps);
-        project(h, p[QKV], p[QKV_B], qkv, B, NQKV, H, nthreads);
+        PROJECT(h, p[QKV], p[QKV_B], qkv, B, NQKV, H, nthreads);
         heads_to_cache(qkv, q, kc, vc, p[Q_NORM], p[K_NORM], cs, sn, slots, B, Hq, Hkv, D, eps);
         attention(q, kc, vc, tables, context_lens, B, Hq, Hkv, D, dims[5], max_blocks, scale, att,
                   nthreads);
-        project(att, p[O], p[O_B], t, B, H, Hq * D, nthreads);
+        PROJECT(att, p[O], p[O_B], t, B, H, Hq * D, nthreads);
         for (int64_t i = 0; i < (int64_t)B * H; i++) x[i] += t[i];
         rms_norm_rows(x, p[POST_NORM], h, B, H, eps);
-        project(h, p[GATE_UP], p[GATE_UP_B], gu, B, 2 * I, H, nthreads);
+        PROJECT(h, p[GATE_UP], p[GATE_UP_B], gu, B, 2 * I, H, nthreads);
         for (int b = 0; b < B; b++) for (int i = 0; i < I; i++) {
             const float g = gu[(int64_t)b * 2 * I + i], u = gu[(int64_t)b * 2 * I + I + i];
             act[(int64_t)b * I + i] = g / (1.f + expf(-g)) * u;
         }
-        project(act, p[DOWN], p[DOWN_B], t, B, H, I, nthreads);
+        PROJECT(act, p[DOWN], p[DOWN_B], t, B, H, I, nthreads);
         for (int64_t i = 0; i < (int64_t)B * H; i++) x[i] += t[i];
     }
     rms_norm_rows(x, final_norm, out, B, H, eps);
@@ -327,6 +338,11 @@ def layer_tensor(layer: nn.Module, path: str) -> torch.Tensor | None:
         if (layer := getattr(layer, name, None)) is None: return None
     return layer if isinstance(layer, torch.Tensor) else layer.weight
 
+def projections(model) -> list[nn.Module]:
+    "Every layer's four projections."
+    return [m for layer in model.model.layers for m in (layer.self_attn.qkv_proj,
+            layer.self_attn.o_proj, layer.mlp.gate_up_proj, layer.mlp.down_proj)]
+
 def stack_refusal(model, cache) -> str | None:
     "Why the C step cannot compute `model`'s decode steps over `cache`; None when it can."
     p, eps = next(model.parameters()), model.config.rms_norm_eps
@@ -335,16 +351,14 @@ def stack_refusal(model, cache) -> str | None:
         return "it reads the float32 paged cache of chapter 6a's kernel"
     for layer in model.model.layers:
         attn, mlp = layer.self_attn, layer.mlp
-        linears = [attn.qkv_proj, attn.o_proj, mlp.gate_up_proj, mlp.down_proj]
         norms = [layer.input_layernorm, layer.post_attention_layernorm] + (
             [attn.q_norm, attn.k_norm] if attn.qk_norm else [])
         if not (type(layer) is DecoderLayer and isinstance(attn, Attention) and type(mlp) is MLP
-                and all(type(m) in (Linear, SmallMLinear) for m in linears)
                 and all(type(n) is RMSNorm and n.eps == eps for n in norms)):
-            return "its layers must compute what chapter 1's do, with chapter 1's linear layers"
-    if (type(model.model.rotary) is not RotaryEmbedding
-            or type(model.model.embed_tokens) not in (nn.Embedding, SmallMEmbedding)):
-        return "it computes chapter 1's embeddings and RoPE"
+            return "its layers must compute what chapter 1's do"
+    if type(model.model.rotary) is not RotaryEmbedding: return "it computes chapter 1's RoPE"
+    if not any(kind.takes(model) for kind in STACK_KINDS):
+        return "it reads chapter 1's linear layers and embeddings"
     return None
 
 # %% ../nbs/18_small_m_matmul.ipynb #8ae46c24
@@ -373,20 +387,34 @@ class DecodeStack:
         self.model, self.cache, self.calls = model, cache, 0
         ptrs = []
         for layer, k, v in zip(m.layers, cache.k, cache.v):
-            ptrs += [None if (t := layer_tensor(layer, name)) is None else t.data_ptr()
-                     for name in LAYER_TENSORS] + [k.data_ptr(), v.data_ptr()]
+            ptrs += [self.pointer(layer, name) for name in LAYER_TENSORS] + [k.data_ptr(),
+                                                                              v.data_ptr()]
         self.pointers = (ctypes.c_void_p * len(ptrs))(*ptrs)
         self.dims = (ctypes.c_int * 8)(cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads,
                                        cfg.head_dim, cfg.intermediate_size, cache.block_size,
                                        cache.num_blocks, m.embed_tokens.num_embeddings)
         self.inv_freq = m.rotary.inv_freq.float().contiguous()
-        self.consts = (m.embed_tokens.weight.data_ptr(), self.inv_freq.data_ptr(), m.rotary.scale,
+        self.consts = (self.pointer(m, 'embed_tokens'), self.inv_freq.data_ptr(), m.rotary.scale,
                        len(m.layers), m.norm.weight.data_ptr(), cfg.rms_norm_eps,
                        cfg.head_dim ** -0.5)
         q, qkv = cfg.num_heads * cfg.head_dim, (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.scratch = torch.empty(self.max_rows * (3 * cfg.hidden_size + 2 * cfg.head_dim + qkv
                                                     + 2 * q + 3 * cfg.intermediate_size))
         self.out = torch.empty(self.max_rows, cfg.hidden_size)
+
+    @staticmethod
+    def takes(model) -> bool:
+        "Whether this C step reads `model`'s weights: chapter 1's linear layers and embeddings."
+        return (type(model.model.embed_tokens) in (nn.Embedding, SmallMEmbedding)
+                and all(type(m) in (Linear, SmallMLinear) for m in projections(model)))
+
+    @staticmethod
+    def load(required: bool = False):
+        return load_decode_stack(required)
+
+    def pointer(self, module: nn.Module, path: str) -> int | None:
+        "What the C step reads for the tensor at `path`: its data; None where there is none."
+        return None if (t := layer_tensor(module, path)) is None else t.data_ptr()
 
     def fits(self, attn, num_tokens: int) -> bool:
         return (type(attn) is PagedAttention and attn.cache is self.cache and not attn.prefills
@@ -398,6 +426,8 @@ class DecodeStack:
             if t.dtype != dtype or t.device.type != 'cpu' or not t.is_contiguous():
                 raise ValueError(f"decode_stack: expected a contiguous {dtype} CPU tensor, "
                                  f"got {t.dtype} on {t.device}")
+
+STACK_KINDS = [DecodeStack]     # the C steps, each for the weights it reads
 
 # %% ../nbs/18_small_m_matmul.ipynb #c9d5acc7
 @patch
@@ -446,10 +476,11 @@ class DecodeStackArgs:
         if why is not None:
             check_arg(not on, 'decode_stack', self.decode_stack, why)
             return
-        step = load_decode_stack(required=on)
+        kind = next(k for k in STACK_KINDS if k.takes(parts.model))
+        step = kind.load(required=on)
         if step is None: return
         kernel_head(parts.model)
-        parts.hooks.add(DecodeStack(parts.model, parts.cache, step))
+        parts.hooks.add(kind(parts.model, parts.cache, step))
 
 # %% ../nbs/18_small_m_matmul.ipynb #5bf3c005
 GREEDY_SOURCE = r'''
@@ -632,3 +663,86 @@ def build_components(self: DecodeStackArgs, parts) -> None:
     head = greedy_head(proposer.model)
     if stack is not None and head is not None and load_greedy_steps() is not None:
         drafter.proposer = StackDraftProposer(proposer.runner, stack, head)
+
+# %% ../nbs/18_small_m_matmul.ipynb #q18c01
+QUANT_STACK_HEAD = r'''
+#include <stdint.h>
+/* a weight as the quantized C step reads it: float32 [N, K] (w), chapter 15's int8 codes (w) and
+   scales (s), or its packed int4 codes (w) and scales and zeros (s) in groups of `group` */
+typedef struct { int32_t format, group, block, halves; const void *w, *s; } stack_weight;
+enum { STACK_FLOAT, STACK_INT8, STACK_INT4 };
+static void quant_project(const float *x, const void *w, const float *b, float *y, int M, int N,
+                          int K, int nthreads);
+static void quant_embed_row(float *dst, const void *table, int64_t id, int H);
+#define PROJECT(x, w, b, y, M, N, K, nt) quant_project(x, (const void *)(w), b, y, M, N, K, nt)
+#define EMBED_ROW(dst, table, id, H) quant_embed_row(dst, (const void *)(table), id, H)
+'''
+
+# %% ../nbs/18_small_m_matmul.ipynb #q18c02
+QUANT_STACK_SOURCE = r'''
+static void quant_project(const float *x, const void *weight, const float *b, float *y, int M, int N,
+                          int K, int nthreads) {          /* y = x w^T (+ b), in w's format */
+    const stack_weight *w = weight;
+    if (w->format == STACK_INT8) int8_linear(x, w->w, w->s, y, M, N, K, nthreads);
+    else if (w->format == STACK_INT4)
+        int4_linear(x, w->w, w->s, y, M, N, K, w->group, w->block, w->halves, nthreads);
+    else small_m_linear(x, w->w, y, M, N, K, nthreads);
+    if (b) for (int m = 0; m < M; m++) for (int n = 0; n < N; n++) y[(int64_t)m * N + n] += b[n];
+}
+
+static void quant_embed_row(float *dst, const void *table, int64_t id, int H) {
+    const stack_weight *t = table;
+    if (t->format != STACK_INT8) { memcpy(dst, (const float *)t->w + id * H, (size_t)H * 4); return; }
+    const int8_t *q = (const int8_t *)t->w + id * H;
+    const float s = ((const float *)t->s)[id];
+    for (int i = 0; i < H; i++) dst[i] = (float)q[i] * s;         /* Int8Embedding's row */
+}
+'''
+
+def load_quant_stack(required: bool = False):
+    "(the C step over quantized weights, chapter 6a's attention); None if they cannot be built."
+    return load_library(QUANT_STACK_HEAD + SMALL_M_SOURCE + STACK_SOURCE + QUANT_SOURCE
+                        + QUANT_STACK_SOURCE, 'quant_stack', bind_decode_stack,
+                        'quantized decode stack C step', "the model's own forward pass", required)
+
+# %% ../nbs/18_small_m_matmul.ipynb #q18py01
+class StackWeight(ctypes.Structure):
+    "The C struct `stack_weight`."
+    _fields_ = [('format', ctypes.c_int32), ('group', ctypes.c_int32), ('block', ctypes.c_int32),
+                ('halves', ctypes.c_int32), ('w', ctypes.c_void_p), ('s', ctypes.c_void_p)]
+
+def stack_weight(module: nn.Module) -> StackWeight:
+    "How the quantized C step reads `module`'s weight: its format and its tensors' addresses."
+    fmt = 'int8' if isinstance(module, Int8Embedding) else getattr(module, 'format', 'float')
+    if fmt == 'int8': return StackWeight(1, 0, 0, 0, module.qweight.data_ptr(), module.scales.data_ptr())
+    if fmt == 'int4':
+        block, halves = int4_layout()
+        return StackWeight(2, module.group_size, block, int(halves), module.qweight.data_ptr(),
+                           module.scales_and_zeros.data_ptr())
+    w = module.fweight if isinstance(module, QuantLinear) else module.weight
+    return StackWeight(0, 0, 0, 0, w.data_ptr(), None)
+
+# %% ../nbs/18_small_m_matmul.ipynb #q18py02
+STACK_WEIGHTS = ('self_attn.qkv_proj', 'self_attn.o_proj', 'mlp.gate_up_proj', 'mlp.down_proj',
+                 'embed_tokens')
+
+class QuantDecodeStack(DecodeStack):
+    "The C step over chapter 15's quantized projections and int8 token table."
+    @staticmethod
+    def takes(model) -> bool:
+        linears, table = projections(model), model.model.embed_tokens
+        quantized = [m for m in linears + [table] if isinstance(m, (QuantLinear, Int8Embedding))]
+        return (bool(quantized) and type(table) in (Int8Embedding, nn.Embedding, SmallMEmbedding)
+                and all(type(m) in (QuantLinear, PackedLinear, Linear, SmallMLinear) for m in linears))
+
+    @staticmethod
+    def load(required: bool = False):
+        return load_quant_stack(required)
+
+    def pointer(self, module: nn.Module, path: str) -> int | None:
+        if path not in STACK_WEIGHTS: return DecodeStack.pointer(self, module, path)
+        for name in path.split('.'): module = getattr(module, name)
+        self.__dict__.setdefault('weights', []).append(w := stack_weight(module))
+        return ctypes.addressof(w)
+
+STACK_KINDS.insert(0, QuantDecodeStack)

@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -1388,13 +1388,13 @@ def decode_tpot(engine, batch: int, prompt_len: int = 16, steps: int = 24) -> fl
     return statistics.median(times) * 1e3
 
 # %% ../../nbs/15_quantization.ipynb #93427747
-def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2) -> dict:
+def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2, **engine_kw) -> dict:
     "Weight bytes, resident memory and decode TPOT of `model` stored as `variant` (this process)."
     from nanollmserve.quantization import model_bytes
     from nanollmserve.engine import LLMEngine       # with the parts this process has imported
     torch.set_num_threads(threads)
     engine = LLMEngine(str(model), max_model_len=256, num_kv_blocks=64, block_size=16,
-                       **VARIANTS[variant])
+                       **VARIANTS[variant], **engine_kw)
     out = dict(variant=variant, weight_MiB=model_bytes(engine.model) / 2**20)
     for b in batches: out[f'tpot_ms_b{b}'] = decode_tpot(engine, b)
     mem = proc_memory_mib()      # after the runs: the scratch buffer and the work are in
@@ -1727,6 +1727,25 @@ def compare_proposers(model: str, prompts, params, draft: dict, ks=(1, 2, 4), re
                       length=1 + sum(r['spec_decode_num_accepted_tokens'] for r in rs)
                       / max(sum(r['spec_decode_num_drafts'] for r in rs), 1))
             for key, rs in runs.items()}
+
+# %% ../../nbs/18_small_m_matmul.ipynb #q18lab01
+def stack_tpots(model, runs: list[tuple[str, str]], rounds: int = 2):
+    "Batch-1 TPOT (ms) of each (variant, decode_stack) in `runs`, alternating over `rounds`, and MiB."
+    import pandas as pd
+    from nanollmserve.lab.measure import footprint_in_process, read_bandwidth
+    rows, gbps = [], []
+    for r in range(rounds):
+        gbps.append(read_bandwidth())
+        for variant, stack in runs:
+            f = footprint_in_process(model, variant, batches=(1,), decode_stack=stack)
+            rows.append(dict(variant=variant, decode_stack=stack, round=r, ms=f['tpot_ms_b1'],
+                             weight_MiB=f['weight_MiB']))
+    df = pd.DataFrame(rows)
+    out = df.groupby(['variant', 'decode_stack'], sort=False).agg(
+        ms=('ms', 'median'), lo=('ms', 'min'), hi=('ms', 'max'), weight_MiB=('weight_MiB', 'first'))
+    out['roofline_ms'] = out['weight_MiB'] * 2**20 / statistics.median(gbps) / 1e6
+    out['x_roofline'] = out['ms'] / out['roofline_ms']
+    return out.round(2)
 
 # %% ../../nbs/18a_sampler_kernel.ipynb #4d0849f0
 import dataclasses
