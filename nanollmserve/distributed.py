@@ -268,9 +268,9 @@ class Int8VocabParallelEmbedding(Int8Embedding):
                  world: int | None = None):
         self.rank = tp_rank() if rank is None else rank
         self.world = tp_world() if world is None else world
-        self.num_embeddings = num_embeddings
         self.start, self.stop, per_rank = vocab_rows(num_embeddings, self.rank, self.world)
         super().__init__(per_rank, embedding_dim)
+        self.num_embeddings = num_embeddings            # the whole vocabulary, as the logits'
 
     def weight_loader(self, param, loaded, shard=None) -> None:
         rows = loaded[self.start:self.stop]

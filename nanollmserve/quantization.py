@@ -214,7 +214,10 @@ static void int8_rows(const float *x, const int8_t *q, const float *scale, float
         y[(int64_t)i * N + j] = s * scale[j];
     }
 }
+'''
 
+# %% ../nbs/15_quantization.ipynb #int8disp2
+QUANT_SOURCE += r'''
 /* x [M, K] float32, q [N, K] int8, scale [N] float32 -> y [M, N] float32. */
 void int8_linear(const float *x, const int8_t *q, const float *scale, float *y, int M, int N,
                  int K, int nthreads) {
