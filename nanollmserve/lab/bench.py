@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # %% auto #0
-__all__ = ['BenchRequest', 'random_dataset', 'shared_prefix_dataset', 'token_pool', 'free_port', 'ServerProcess', 'served_model', 'RequestResult', 'run_sync', 'sse_lines', 'request_body', 'choice_text', 'check_complete', 'send_request', 'arrival_gaps', 'run_benchmark', 'parse_goodput', 'meets_slos', 'summarize_run', 'format_report', 'load_bench_tokenizer', 'parse_range', 'bench_parser', 'bench_dataset', 'main', 'TICK', 'STACK_KINDS', 'VLLM_BENCH', 'RESULT_KEYS', 'process_tree', 'cpu_by_thread', 'core_times', 'busy_share', 'stack_kind', 'read_profile', 'vllm_client', 'our_client', 'compare_served', 'median_table', 'watch_busy', 'served_profile', 'step_message', 'echo_pipe', 'echo_zmq', 'crossing_cost']
+__all__ = ['BenchRequest', 'random_dataset', 'shared_prefix_dataset', 'token_pool', 'free_port', 'ServerProcess', 'served_model', 'RequestResult', 'run_sync', 'sse_lines', 'request_body', 'choice_text', 'check_complete', 'send_request', 'arrival_gaps', 'run_benchmark', 'parse_goodput', 'meets_slos', 'summarize_run', 'format_report', 'load_bench_tokenizer', 'parse_range', 'bench_parser', 'bench_dataset', 'main', 'TICK', 'STACK_KINDS', 'VLLM_BENCH', 'RESULT_KEYS', 'process_tree', 'cpu_by_thread', 'core_times', 'busy_share', 'stack_kind', 'read_profile', 'vllm_client', 'our_client', 'compare_served', 'median_table', 'vllm_server', 'watch_busy', 'served_profile', 'step_message', 'echo_pipe', 'echo_zmq', 'crossing_cost']
 
 # %% ../../nbs/10a_serving_benchmark.ipynb #24bda158
 @dataclass
@@ -531,6 +531,14 @@ def median_table(rows: list[dict], keys=('output_throughput', 'mean_ttft_ms', 'm
     for k in keys[:1]:
         out[k + ' range'] = g[k].agg(lambda s: f"{s.min():.0f}-{s.max():.0f}")
     return out
+
+def vllm_server(model: str, name: str) -> tuple[list, dict]:
+    "vLLM's CPU OpenAI server for `model` in float32, as `compare_served` takes a server: (command, env)."
+    return ([VLLM_PYTHON, '-m', 'vllm.entrypoints.openai.api_server', '--model', model,
+             '--served-model-name', name, '--dtype', 'float32', '--gpu-memory-utilization', '0.2',
+             '--max-model-len', '4096', '--enforce-eager'],
+            {'HF_HUB_OFFLINE': '1', 'VLLM_CPU_KVCACHE_SPACE': '2'})
+
 
 # %% ../../nbs/11_engine_core.ipynb #b81edfa2
 def watch_busy(url: str, pid: int, stop: threading.Event, every: float = 0.2) -> list[tuple]:
