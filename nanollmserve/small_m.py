@@ -26,10 +26,10 @@ from .spec_decode import DECODE_FEED, DraftModelProposer
 
 # %% auto #0
 __all__ = ['SMALL_M_SOURCE', 'SMALL_M_ARGTYPES', 'SMALL_M', 'STACK_SOURCE', 'LAYER_TENSORS', 'STACK_ARGTYPES', 'STEP_ERRORS',
-           'STACK_KINDS', 'GREEDY_SOURCE', 'GREEDY_ARGTYPES', 'QUANT_STACK_HEAD', 'QUANT_STACK_SOURCE', 'STACK_WEIGHTS',
-           'load_small_m', 'small_m_linear', 'small_m_rows', 'SmallMLinear', 'SmallMEmbedding', 'SmallMArgs',
-           'layer_tensor', 'projections', 'stack_refusal', 'bind_decode_stack', 'load_decode_stack', 'DecodeStack',
-           'kernel_head', 'DecodeStackArgs', 'load_greedy_steps', 'greedy_head', 'StackDraftProposer',
+           'STACK_KINDS', 'GREEDY_SOURCE', 'GREEDY_ARGTYPES', 'QUANT_STACK_HEAD', 'QUANT_STACK_SOURCE', 'STACK_FORMATS',
+           'STACK_WEIGHTS', 'load_small_m', 'small_m_linear', 'small_m_rows', 'SmallMLinear', 'SmallMEmbedding',
+           'SmallMArgs', 'layer_tensor', 'projections', 'stack_refusal', 'bind_decode_stack', 'load_decode_stack',
+           'DecodeStack', 'kernel_head', 'DecodeStackArgs', 'load_greedy_steps', 'greedy_head', 'StackDraftProposer',
            'load_quant_stack', 'StackWeight', 'stack_weight', 'QuantDecodeStack']
 
 # %% ../nbs/18_small_m_matmul.ipynb #4f47c1ff
@@ -720,17 +720,20 @@ class StackWeight(ctypes.Structure):
     _fields_ = [('format', ctypes.c_int32), ('group', ctypes.c_int32), ('block', ctypes.c_int32),
                 ('halves', ctypes.c_int32), ('w', ctypes.c_void_p), ('s', ctypes.c_void_p)]
 
+STACK_FORMATS = {'float': 0, 'int8': 1, 'int4': 2}     # the C enum's STACK_FLOAT, _INT8, _INT4
+
 def stack_weight(module: nn.Module) -> StackWeight:
     "How the quantized C step reads `module`'s weight: its format and its tensors' addresses."
-    # formats as the C enum: 0 STACK_FLOAT, 1 STACK_INT8, 2 STACK_INT4
     fmt = 'int8' if isinstance(module, Int8Embedding) else getattr(module, 'format', 'float')
-    if fmt == 'int8': return StackWeight(1, 0, 0, 0, module.qweight.data_ptr(), module.scales.data_ptr())
+    code = STACK_FORMATS[fmt]
+    if fmt == 'int8':
+        return StackWeight(code, 0, 0, 0, module.qweight.data_ptr(), module.scales.data_ptr())
     if fmt == 'int4':
         block, halves = int4_layout()
-        return StackWeight(2, module.group_size, block, int(halves), module.qweight.data_ptr(),
+        return StackWeight(code, module.group_size, block, int(halves), module.qweight.data_ptr(),
                            module.scales_and_zeros.data_ptr())
     w = module.fweight if isinstance(module, QuantLinear) else module.weight
-    return StackWeight(0, 0, 0, 0, w.data_ptr(), None)
+    return StackWeight(code, 0, 0, 0, w.data_ptr(), None)
 
 # %% ../nbs/18_small_m_matmul.ipynb #q18py02
 STACK_WEIGHTS = ('self_attn.qkv_proj', 'self_attn.o_proj', 'mlp.gate_up_proj', 'mlp.down_proj',
@@ -738,6 +741,10 @@ STACK_WEIGHTS = ('self_attn.qkv_proj', 'self_attn.o_proj', 'mlp.gate_up_proj', '
 
 class QuantDecodeStack(DecodeStack):
     "The C step over chapter 15's quantized projections and int8 token table."
+    def __init__(self, model, cache, step):
+        self.weights = []          # the StackWeights whose addresses the C step reads, kept alive
+        super().__init__(model, cache, step)
+
     @classmethod
     def takes(cls, model) -> bool:
         linears, table = projections(model), model.model.embed_tokens
@@ -752,8 +759,7 @@ class QuantDecodeStack(DecodeStack):
     def pointer(self, module: nn.Module, path: str) -> int | None:
         if path not in STACK_WEIGHTS: return DecodeStack.pointer(self, module, path)
         for name in path.split('.'): module = getattr(module, name)
-        # called from DecodeStack.__init__, before this instance has any attribute of its own
-        self.__dict__.setdefault('weights', []).append(w := stack_weight(module))
+        self.weights.append(w := stack_weight(module))
         return ctypes.addressof(w)
 
 STACK_KINDS.insert(0, QuantDecodeStack)
