@@ -67,7 +67,8 @@ INLINE void sum4(vf a0, vf a1, vf a2, vf a3, float *s) {
 
 # %% ../nbs/18_small_m_matmul.ipynb #e9e3dde2
 SMALL_M_SOURCE += r'''
-/* R rows of x against four rows of w: y[r * N + j], r < R, j < 4; the next four rows of w asked for */
+/* R rows of x against four rows of w: y[r * N + j], r < R, j < 4; the next block of w asked for */
+#define AHEAD 1024            /* floats: how far past the next block's bytes the prefetch runs */
 #define BLOCK(R) \
 INLINE void block_##R##x4(const float *x, const float *w, float *y, int N, int K) { \
     vf a[R][4] = {{{0}}}; \
@@ -75,7 +76,7 @@ INLINE void block_##R##x4(const float *x, const float *w, float *y, int N, int K
     for (; k + VW <= K; k += VW) { \
         const vf w0 = loadv(w + k), w1 = loadv(w + K + k), w2 = loadv(w + 2 * (int64_t)K + k), \
                  w3 = loadv(w + 3 * (int64_t)K + k); \
-        for (int j = 4; j < 8; j++) __builtin_prefetch(w + j * (int64_t)K + k); \
+        for (int j = 0; j < 4; j++) __builtin_prefetch(w + 4 * ((int64_t)K + k) + AHEAD + VW * j); \
         for (int r = 0; r < R; r++) { \
             const vf t = loadv(x + (int64_t)r * K + k); \
             a[r][0] += t * w0; a[r][1] += t * w1; a[r][2] += t * w2; a[r][3] += t * w3; \
