@@ -68,7 +68,7 @@ INLINE void sum4(vf a0, vf a1, vf a2, vf a3, float *s) {
 # %% ../nbs/18_small_m_matmul.ipynb #e9e3dde2
 SMALL_M_SOURCE += r'''
 /* R rows of x against four rows of w: y[r * N + j], r < R, j < 4; the next block of w asked for */
-#define AHEAD 1024            /* floats: how far past the next block's bytes the prefetch runs */
+#define AHEAD 1024            /* floats the prefetch runs ahead of the next block's matching point */
 #define BLOCK(R) \
 INLINE void block_##R##x4(const float *x, const float *w, float *y, int N, int K) { \
     vf a[R][4] = {{{0}}}; \
