@@ -267,6 +267,7 @@ class RequestTrack:
     "A request in flight, on the API side: where its outputs go and the text of its tokens."
     def __init__(self, request_id: str, prompt, params: SamplingParams, tokenizer, loop):
         self.request_id, self.prompt, self.params, self.loop = request_id, prompt, params, loop
+        self.prompt_ids = list(prompt['prompt_token_ids'])   # every output shares it
         self.q, self.admitted = asyncio.Queue(), loop.create_future()
         self.detoks = [IncrementalDetokenizer(tokenizer, params) for _ in range(params.n)]
         self.outs = [CompletionOutput(i, '', [], None, [] if params.logprobs is not None else None)
@@ -283,8 +284,7 @@ class RequestTrack:
             if reason is not None:
                 out.finish_reason = reason
                 if reason in ('stop', 'length'): out.text += detok.finish()
-        return RequestOutput(self.request_id, self.prompt.get('prompt'),
-                             list(self.prompt['prompt_token_ids']),
+        return RequestOutput(self.request_id, self.prompt.get('prompt'), self.prompt_ids,
                              [dataclasses.replace(o) for o in self.outs], finished, {}, error)
 
 # %% ../nbs/11_engine_core.ipynb #616e222d

@@ -9,7 +9,7 @@ import asyncio
 import json
 import time
 import uuid
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Request
@@ -26,7 +26,7 @@ from .async_engine import AsyncLLMEngine, EngineDeadError
 from .sampling import SamplingParams, SamplingParamsError
 
 # %% auto #0
-__all__ = ['INT64', 'Text', 'Int64', 'Count', 'TokenId', 'UNSUPPORTED', 'REFUSED', 'PROMPT_SHAPES', 'Prompt', 'TEXT_PARTS', 'MAX_BODY_SIZE', 'ERROR_TYPES', 'ERRORS', 'STREAMED', 'ROUTES', 'APIError', 'bad_request', 'error_response', 'valid_unicode', 'OpenAIModel', 'one_of', 'path_of', 'brief', 'validation_error', 'SamplingRequest', 'StreamOptions', 'GenerationRequest', 'nonempty', 'engine_prompts', 'TextPart', 'ChatMessage', 'chat_prompt', 'render_chat', 'Generation', 'collect', 'token_str', 'completion_logprobs', 'chat_logprobs', 'sse', 'event_stream', 'APIKeyMiddleware', 'BodyGuard', 'http_error', 'ErrorInfo', 'ErrorResponse', 'ServerState', 'base_app', 'add_info_routes', 'TokenizeRequest', 'TokenizeResponse', 'DetokenizeRequest', 'DetokenizeResponse', 'add_token_routes', 'CompletionRequest', 'CompletionHandler', 'Usage', 'CompletionLogprobs', 'CompletionChoice', 'Envelope', 'CompletionResponse', 'add_completion_routes', 'ChatRequest', 'ChatHandler', 'TopLogprob', 'TokenLogprob', 'ChatLogprobs', 'AssistantMessage', 'ChatChoice', 'ChatCompletionResponse', 'ChatDelta', 'ChatChunkChoice', 'ChatCompletionChunk', 'add_chat_routes', 'InputMessage', 'ResponsesRequest', 'ResponsesHandler', 'OutputText', 'OutputMessage', 'ResponseUsage', 'ResponseObject', 'add_responses_routes', 'build_app', 'request_constraint', 'with_constraint', 'ServedConstraints', 'ServedAdapters', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes', 'LoRACollector']
+__all__ = ['INT64', 'Text', 'Int64', 'Count', 'TokenId', 'UNSUPPORTED', 'REFUSED', 'PROMPT_SHAPES', 'Prompt', 'TEXT_PARTS', 'MAX_BODY_SIZE', 'ERROR_TYPES', 'ERRORS', 'STREAMED', 'ROUTES', 'APIError', 'bad_request', 'error_response', 'valid_unicode', 'OpenAIModel', 'one_of', 'path_of', 'brief', 'validation_error', 'SamplingRequest', 'StreamOptions', 'GenerationRequest', 'nonempty', 'engine_prompts', 'TextPart', 'ChatMessage', 'chat_prompt', 'render_chat', 'Generation', 'merge_streams', 'collect', 'token_str', 'completion_logprobs', 'chat_logprobs', 'sse', 'event_stream', 'APIKeyMiddleware', 'BodyGuard', 'http_error', 'ErrorInfo', 'ErrorResponse', 'ServerState', 'base_app', 'add_info_routes', 'TokenizeRequest', 'TokenizeResponse', 'DetokenizeRequest', 'DetokenizeResponse', 'add_token_routes', 'CompletionRequest', 'CompletionHandler', 'Usage', 'CompletionLogprobs', 'CompletionChoice', 'Envelope', 'CompletionResponse', 'add_completion_routes', 'ChatRequest', 'ChatHandler', 'TopLogprob', 'TokenLogprob', 'ChatLogprobs', 'AssistantMessage', 'ChatChoice', 'ChatCompletionResponse', 'ChatDelta', 'ChatChunkChoice', 'ChatCompletionChunk', 'add_chat_routes', 'InputMessage', 'ResponsesRequest', 'ResponsesHandler', 'OutputText', 'OutputMessage', 'ResponseUsage', 'ResponseObject', 'add_responses_routes', 'build_app', 'request_constraint', 'with_constraint', 'ServedConstraints', 'ServedAdapters', 'LoadLoRAAdapterRequest', 'UnloadLoRAAdapterRequest', 'add_lora_routes', 'LoRACollector']
 
 # %% ../nbs/09a_server.ipynb #14325770
 class APIError(Exception):
@@ -276,33 +276,43 @@ def new_deltas(self: Generation, i: int, out, seen: dict) -> list[tuple]:
     return deltas
 
 # %% ../nbs/09a_server.ipynb #a9ea474b
-@patch
-async def deltas(self: Generation):
-    "Yield (choice, text, token ids, logprobs, finish reason) deltas as tokens come."
-    merged, seen = asyncio.Queue(), {}
+async def merge_streams(streams: list):
+    "(prompt index, output) as any of `streams` yields one; a stream's error is raised here."
+    if len(streams) == 1:                       # nothing to merge: no task, no queue
+        async for out in streams[0]: yield 0, out
+        return
+    merged = asyncio.Queue()
 
     async def pump(i, stream):
         try:
             async for out in stream: await merged.put((i, out))
         except BaseException as e: await merged.put((i, e))
         finally: await merged.put((i, None))
-    tasks = [asyncio.create_task(pump(i, s)) for i, s in enumerate(self.streams)]
+    tasks = [asyncio.create_task(pump(i, s)) for i, s in enumerate(streams)]
     try:
         done = 0
         while done < len(tasks):
             i, out = await merged.get()
             if out is None: done += 1; continue
-            if isinstance(out, EngineDeadError):
-                raise APIError(503, str(out), 'ServiceUnavailableError')
             if isinstance(out, BaseException): raise out
-            if out.error:
-                raise APIError(500, f"the request failed in the engine: {out.error}",
-                               'InternalServerError')
-            for delta in self.new_deltas(i, out, seen): yield delta
+            yield i, out
     finally:
         for t in tasks: t.cancel()
-        self.abort()                # no-op for finished requests; frees the blocks of the others
         await asyncio.gather(*tasks, return_exceptions=True)
+
+@patch
+async def deltas(self: Generation):
+    "Yield (choice, text, token ids, logprobs, finish reason) deltas as tokens come."
+    seen = {}
+    try:
+        async with aclosing(merge_streams(self.streams)) as outs:
+            async for i, out in outs:
+                if out.error:
+                    raise APIError(500, f"the request failed in the engine: {out.error}",
+                                   'InternalServerError')
+                for delta in self.new_deltas(i, out, seen): yield delta
+    except EngineDeadError as e: raise APIError(503, str(e), 'ServiceUnavailableError') from None
+    finally: self.abort()           # no-op for finished requests; frees the blocks of the others
 
 # %% ../nbs/09a_server.ipynb #75ef5fe9
 async def collect(gen: Generation, request: Request) -> dict[int, dict]:
