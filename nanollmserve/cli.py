@@ -8,20 +8,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import socket
 import sys
 from pathlib import Path
 
-from . import load_parts
-from .async_engine import EngineDeadError
-from .default_model import DEFAULT_MODEL_NAME
-from .engine import EngineArgs, arg_parts
-from .engine_core import EngineStartupError
-from .sampling import SamplingParams
+from . import __version__, load_parts
 
 # %% auto #0
-__all__ = ['GENERATION_CONFIG_DEFAULTS', 'generation_config_defaults', 'cli_kind', 'add_engine_arguments', 'engine_kwargs',
-           'add_generate_parser', 'add_serve_parser', 'build_parser', 'prompt_ids', 'run_generate',
-           'set_server_cpu_threads', 'build_serve_engine', 'lora_modules', 'serve_extensions', 'run_serve', 'main']
+__all__ = ['GENERATION_CONFIG_DEFAULTS', 'SUBCOMMANDS', 'generation_config_defaults', 'cli_kind', 'add_engine_arguments',
+           'engine_kwargs', 'add_generate_parser', 'add_serve_parser', 'build_parser', 'prompt_ids',
+           'refuse_adapter_as_model', 'run_generate', 'set_server_cpu_threads', 'build_serve_engine', 'lora_modules',
+           'serve_extensions', 'listening_socket', 'run_serve', 'main']
 
 # %% ../nbs/90_cli.ipynb #c508053d
 GENERATION_CONFIG_DEFAULTS = ('temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty')
@@ -40,6 +37,7 @@ def cli_kind(f: dataclasses.Field) -> type:
 
 def add_engine_arguments(parser) -> None:
     "A flag per engine argument, grouped by config section: the registered parts are the list."
+    from nanollmserve.engine import arg_parts
     groups = {}
     for part in arg_parts():
         if part.section not in groups:
@@ -59,17 +57,21 @@ def add_engine_arguments(parser) -> None:
 
 def engine_kwargs(args: argparse.Namespace) -> dict:
     "The engine arguments given on the command line, by name."
+    from nanollmserve.engine import EngineArgs
     return {name: getattr(args, name) for name in EngineArgs.fields() if hasattr(args, name)}
 
 # %% ../nbs/90_cli.ipynb #4869839d
-def add_generate_parser(sub) -> None:
+SUBCOMMANDS = {'generate': 'generate text for one prompt',
+               'serve': 'serve a model behind an OpenAI-compatible HTTP API'}
+
+def add_generate_parser(sub) -> argparse.ArgumentParser:
     "The `generate` subcommand's arguments: the prompt, the sampling parameters, the engine's."
-    g = sub.add_parser('generate', help='generate text for one prompt',
+    g = sub.add_parser('generate', help=SUBCOMMANDS['generate'],
                        description='Generate text for one prompt; only the text goes to stdout.')
     g.add_argument('--prompt', required=True, help="the prompt text ('-' reads it from stdin)")
     g.add_argument('--max-tokens', type=int, default=64, help='most tokens to generate')
     g.add_argument('--temperature', type=float, default=None,
-                   help="0 for greedy (default: the checkpoint's, else 1.0)")
+                   help="0 for greedy (default: the checkpoint's, else 0)")
     g.add_argument('--top-p', type=float, default=None)
     g.add_argument('--top-k', type=int, default=None)
     g.add_argument('--min-p', type=float, default=None)
@@ -82,16 +84,17 @@ def add_generate_parser(sub) -> None:
     g.add_argument('--show-stats', action='store_true',
                    help='print token counts, TTFT and TPOT to stderr')
     add_engine_arguments(g)
+    return g
 
 # %% ../nbs/90_cli.ipynb #b41876ff
-def add_serve_parser(sub) -> None:
+def add_serve_parser(sub) -> argparse.ArgumentParser:
     "The `serve` subcommand's arguments: the server's, then the engine's."
-    s = sub.add_parser('serve', help='serve a model behind an OpenAI-compatible HTTP API',
+    s = sub.add_parser('serve', help=SUBCOMMANDS['serve'],
                        description='Serve a model behind an OpenAI-compatible HTTP API.')
     s.add_argument('--served-model-name', default=None,
                    help="the name clients pass as 'model' (default: --model as given)")
     s.add_argument('--host', default='127.0.0.1')
-    s.add_argument('--port', type=int, default=8000)
+    s.add_argument('--port', type=int, default=8000, help='the port (0: any free one)')
     s.add_argument('--api-key', default=None,
                    help='require "Authorization: Bearer KEY" on /v1 endpoints')
     s.add_argument('--max-waiting', type=int, default=None,
@@ -116,16 +119,19 @@ def add_serve_parser(sub) -> None:
     s.add_argument('--allow-runtime-lora-updating', action='store_true',
                    help='serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter')
     add_engine_arguments(s)
+    return s
 
 # %% ../nbs/90_cli.ipynb #wguhs0n7
-def build_parser() -> argparse.ArgumentParser:
-    "The `nanollmserve` command line: its two subcommands, with every registered engine part's flags."
-    load_parts()
+def build_parser(engine: bool = True) -> argparse.ArgumentParser:
+    "The `nanollmserve` command line: its subcommands, with every registered engine part's flags."
+    if engine: load_parts()
     parser = argparse.ArgumentParser(prog='nanollmserve',
                                      description='A small, real LLM serving engine.')
+    parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
     sub = parser.add_subparsers(dest='command', required=True)
-    add_generate_parser(sub)
-    add_serve_parser(sub)
+    if engine: parser.commands = {'generate': add_generate_parser(sub), 'serve': add_serve_parser(sub)}
+    else:
+        for name, help in SUBCOMMANDS.items(): sub.add_parser(name, help=help)
     return parser
 
 # %% ../nbs/90_cli.ipynb #1f06f403
@@ -136,20 +142,34 @@ def prompt_ids(tokenizer, prompt: str, chat: bool) -> list[int]:
                                          add_generation_prompt=True)
     return tokenizer.encode(text, add_special_tokens=False)
 
+# %% ../nbs/90_cli.ipynb #q90adap2
+def refuse_adapter_as_model(model: str | None) -> None:
+    "A ValueError if `model` is a LoRA adapter (a directory or a shipped name), saying how to serve it."
+    if model is None: return
+    from nanollmserve.lora import adapter_dir
+    cfg = adapter_dir(model)/'adapter_config.json'
+    if not cfg.is_file(): return
+    base = json.loads(cfg.read_text()).get('base_model_name_or_path') or 'its base model'
+    raise ValueError(f"{model} is a LoRA adapter, not a model: serve it beside its base model, "
+                     f"`nanollmserve serve --model {base} --enable-lora --lora-modules "
+                     f"NAME={model}`, and ask for NAME")
+
 # %% ../nbs/90_cli.ipynb #vqiax72d
 def run_generate(args) -> None:
     "The `generate` subcommand: stream the text to stdout, stats to stderr."
     import time
     from nanollmserve.engine import LLMEngine
+    from nanollmserve.sampling import SamplingParams
     prompt = sys.stdin.read() if args.prompt == '-' else args.prompt
     if not prompt: raise ValueError("prompt is empty")
+    refuse_adapter_as_model(engine_kwargs(args).get('model'))
     start = time.perf_counter()
     engine = LLMEngine(**engine_kwargs(args))
     try:
         given = dict(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
                      min_p=args.min_p, repetition_penalty=args.repetition_penalty)
-        sampling = generation_config_defaults(engine.path) | {k: v for k, v in given.items()
-                                                              if v is not None}
+        sampling = {'temperature': 0.0} | generation_config_defaults(engine.path) | {
+            k: v for k, v in given.items() if v is not None}
         params = SamplingParams(**sampling, max_tokens=args.max_tokens, seed=args.seed,
                                 stop=args.stop, ignore_eos=args.ignore_eos)
         ids = prompt_ids(engine.tokenizer, prompt, args.chat)
@@ -185,6 +205,7 @@ def set_server_cpu_threads(n: int | None = None) -> int:
 def build_serve_engine(args, engine_args: dict):
     "The engine `serve` runs: an engine core process, or (--no-engine-process) an engine thread."
     import os
+    from nanollmserve.engine import EngineArgs
     checked = EngineArgs(**engine_args)                 # a bad option: a ValueError, nothing started
     if not args.engine_process:
         from nanollmserve.async_engine import AsyncLLMEngine
@@ -216,8 +237,8 @@ def lora_modules(values: list[str] | None) -> dict[str, str]:
     return out
 
 # %% ../nbs/90_cli.ipynb #mmcq5w5n
-def serve_extensions(checked: EngineArgs, args) -> list:
-    "The server extensions of chapters 10-14 for an engine of `checked` arguments."
+def serve_extensions(checked, args) -> list:
+    "The server extensions of chapters 10-14 for an engine of `checked` arguments (`EngineArgs`)."
     from nanollmserve.metrics import ServedMetrics
     from nanollmserve.server import ServedAdapters, ServedConstraints
     from nanollmserve.tool_calls import ServedTools
@@ -229,48 +250,68 @@ def serve_extensions(checked: EngineArgs, args) -> list:
         out.append(ServedAdapters(adapters, checked.max_lora_rank, args.allow_runtime_lora_updating))
     return out
 
+# %% ../nbs/90_cli.ipynb #q90port2
+def listening_socket(host: str, port: int) -> socket.socket:
+    "A TCP socket bound to `host`:`port` (0: any free port), or an OSError that says why not."
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as uvicorn binds its own
+    try: sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
 # %% ../nbs/90_cli.ipynb #7bhrlyft
 def run_serve(args) -> int:
     "The `serve` subcommand: build the engine, run the server until interrupted; the exit status."
     import uvicorn
-    from nanollmserve.server import MAX_BODY_SIZE, build_app
-    if args.max_waiting is not None and args.max_waiting < 0:
-        raise ValueError("--max-waiting must be >= 0")
-    if args.max_body_size is not None and args.max_body_size < 1:
-        raise ValueError("--max-body-size must be >= 1")
-    if args.cpu_threads is not None and args.cpu_threads < 1:
-        raise ValueError("--cpu-threads must be >= 1")
-    engine_args = engine_kwargs(args)
+    from nanollmserve.async_engine import EngineDeadError
+    from nanollmserve.default_model import DEFAULT_MODEL_NAME
     from nanollmserve.distributed import run_torchrun_worker, torchrun_rank
-    from nanollmserve.engine import part_modules
+    from nanollmserve.engine import EngineArgs, part_modules
+    from nanollmserve.server import MAX_BODY_SIZE, build_app
+    for flag, value, least in (('max-waiting', args.max_waiting, 0), ('cpu-threads', args.cpu_threads, 1),
+                               ('max-body-size', args.max_body_size, 1)):
+        if value is not None and value < least: raise ValueError(f"--{flag} must be >= {least}")
+    engine_args = engine_kwargs(args)
     if torchrun_rank():                   # a rank > 0 of a torchrun group: a worker, no HTTP
         rest = {k: v for k, v in engine_args.items() if k != 'model'}
         run_torchrun_worker(engine_args.get('model'), rest, part_modules())
         return 0
+    refuse_adapter_as_model(engine_args.get('model'))
     extensions = serve_extensions(EngineArgs(**engine_args), args)
-    engine = build_serve_engine(args, engine_args)
-    name = args.served_model_name or engine_args.get('model') or DEFAULT_MODEL_NAME
+    sock = listening_socket(args.host, args.port)          # before the model loads
     try:
-        app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
-                        max_body_size=args.max_body_size or MAX_BODY_SIZE, extensions=extensions)
-    except BaseException:
-        engine.shutdown(); raise                  # e.g. a bad adapter: no engine left behind
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
+        engine = build_serve_engine(args, engine_args)
+        name = args.served_model_name or engine_args.get('model') or DEFAULT_MODEL_NAME
+        try: app = build_app(engine, name, api_key=args.api_key, max_waiting=args.max_waiting,
+                             max_body_size=args.max_body_size or MAX_BODY_SIZE, extensions=extensions)
+        except BaseException: engine.shutdown(); raise    # e.g. a bad adapter: no engine left behind
+    except BaseException: sock.close(); raise
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=port,
                                            log_level=args.log_level, timeout_graceful_shutdown=5))
     if args.engine_process:           # the core died: stop serving, and say so in the exit status
         engine.on_dead.append(lambda: setattr(server, 'should_exit', True))
-    print(f"nanollmserve: serving {name} on http://{args.host}:{args.port}/v1", file=sys.stderr,
-          flush=True)
-    server.run()
+    print(f"nanollmserve: serving {name} on http://{args.host}:{port}/v1", file=sys.stderr, flush=True)
+    server.run(sockets=[sock])
     if engine.dead: raise EngineDeadError(engine.dead_reason)
     return 0
 
 # %% ../nbs/90_cli.ipynb #96370e19
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `nanollmserve` console script."
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if next((a for a in argv if not a.startswith('-')), None) not in SUBCOMMANDS:
+        build_parser(engine=False).parse_args(argv)      # --help, --version or a usage error: exits
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown: parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     import logging, warnings
     from transformers.utils import logging as hf_logging
+    from nanollmserve.async_engine import EngineDeadError
+    from nanollmserve.engine_core import EngineStartupError
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
     logging.basicConfig(level=logging.WARNING, format='nanollmserve: warning: %(message)s')
     warnings.filterwarnings('ignore')

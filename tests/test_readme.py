@@ -114,3 +114,33 @@ def test_readme_quantized_serve():
             'model': 'nanollmserve-demo', 'prompt': prompt, 'max_tokens': 24, 'temperature': 0}).json()['choices'][0]['text']
         ref = LLM(quantization='int8').generate(prompt, SamplingParams(temperature=0, max_tokens=24), use_tqdm=False)
         assert text == ref[0].outputs[0].text and text
+
+
+def test_readme_generate():
+    "The README's `generate` command prints the demo model's greedy continuation, as the offline engine makes it."
+    from nanollmserve import LLM, SamplingParams
+    cmd = block('sh', 'nanollmserve generate')
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    prompt = re.search(r'--prompt "([^"]+)"', cmd).group(1)
+    ref = LLM().generate(prompt, SamplingParams(temperature=0, max_tokens=64), use_tqdm=False)[0].outputs[0].text
+    assert r.stdout == ref + '\n' and ref.strip()
+    assert 'output_tokens=' in r.stderr
+
+
+def test_readme_install_adds_no_cuda_packages():
+    """The quick start's first line puts PyTorch's CPU build in place where there is no NVIDIA GPU; with it in place
+    (as in this environment), installing the package brings no `nvidia-*` package and no CUDA build of anything.
+    (PyTorch's index itself is out of reach here: the first line's download is not run.)"""
+    install = block('sh', 'nanollmserve serve').splitlines()
+    assert install[0] == 'nvidia-smi >/dev/null 2>&1 || pip install torch --index-url https://download.pytorch.org/whl/cpu'
+    import torch
+    assert torch.version.cuda is None or torch.cuda.is_available(), 'a CUDA build of torch on a machine without a GPU'
+    report = Path(os.environ.get('TMPDIR', '/tmp')) / f'nanollmserve-install-report-{os.getpid()}.json'
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, '-m', 'pip', 'install', '--dry-run', '--quiet', '--report', str(report), '-e', str(root)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    names = [i['metadata']['name'].lower() for i in json.loads(report.read_text())['install']]
+    report.unlink()
+    assert not [n for n in names if n.startswith('nvidia-') or n in ('torch', 'triton')], names

@@ -138,3 +138,23 @@ def test_page(browser, site, i):
     assert not missing, f'{page}: links to pages that do not exist: {sorted(missing)}'
     assert not facts['errors'] and not facts['tracebacks'], f'{page} shows an error output: {facts["errors"]}'
     assert not facts['directives'], f'{page} shows #| directives in its code: {facts["directives"]}'
+
+
+def test_no_list_or_heading_starts_inside_a_sentence():
+    """Every notebook's markdown, parsed as CommonMark: no list and no heading starts on a line that continues the
+    paragraph before it. A line break before `+ 1` or `2. ` makes the rest of a sentence a list item in CommonMark,
+    and pandoc (Quarto's parser), which wants a blank line before a list, renders the same source differently."""
+    from markdown_it import MarkdownIt
+    md, bad = MarkdownIt('commonmark'), []
+    for nb in NOTEBOOKS:
+        for cell in json.loads(nb.read_text())['cells']:
+            if cell['cell_type'] != 'markdown': continue
+            src = ''.join(cell['source'])
+            lines = src.split('\n')
+            for tok in md.parse(src):
+                if tok.type not in ('bullet_list_open', 'ordered_list_open', 'heading_open') or tok.level or not tok.map:
+                    continue
+                before = lines[tok.map[0] - 1] if tok.map[0] else ''
+                if before.strip() and not before.lstrip().startswith('#'):
+                    bad.append(f"{nb.name}: {before.strip()[-50:]!r} / {lines[tok.map[0]][:50]!r}")
+    assert not bad, '\n'.join(bad)
