@@ -45,7 +45,7 @@ class StructuredOutputsParams:
     grammar: str | None = None              # an EBNF grammar, its start rule `root`
     json_object: bool | None = None         # any JSON object
     structural_tag: dict | str | None = None  # xgrammar's tags (chapter 13a's tool calls)
-    disable_any_whitespace: bool = False    # JSON: no free whitespace
+    disable_any_whitespace: bool | None = None  # JSON: compact unless False (any whitespace)
 
     def __post_init__(self):
         given = [f for f in CONSTRAINTS if getattr(self, f) not in (None, False)]
@@ -67,7 +67,7 @@ class StructuredOutputsParams:
                                             and all(isinstance(c, str) for c in self.choice)):
             raise bad('choice', 'a non-empty list of strings')
         if self.json_object not in (None, True): raise bad('json_object', 'true')
-        if not isinstance(self.disable_any_whitespace, bool):
+        if self.disable_any_whitespace not in (None, True, False):
             raise bad('disable_any_whitespace', 'a boolean')
 
     @property
@@ -154,7 +154,7 @@ def lengths_as_patterns(schema):
 # %% ../nbs/13_structured_output.ipynb #815d1219
 def grammar_of(so: StructuredOutputsParams) -> xgr.Grammar:
     "The constraint as an xgrammar grammar (fast, no tokenizer): a bad one raises here."
-    kind, ws = so.kind, not so.disable_any_whitespace
+    kind, ws = so.kind, so.disable_any_whitespace is False      # any whitespace: asked for
     bad = lambda why: sampling.SamplingParamsError(
         'structured_outputs', f"structured_outputs.{kind} is not usable: {why}")
     if kind in ('json', 'structural_tag'):

@@ -46,18 +46,29 @@ def test_readme_curl(default_server):
     assert reply['object'] == 'chat.completion' and reply['choices'][0]['message']['role'] == 'assistant'
 
 
-def quoted_answer() -> str:
-    "The output block the README quotes right after the `openai` snippet."
-    snippet = block('python', 'OpenAI(')
+def quoted_answer(snippet: str) -> str:
+    "The output block the README quotes right after `snippet`."
     after = README[README.index(snippet) + len(snippet) + len('\n```'):]   # past the snippet's fence
     return re.search(r"```\n(.*?)\n```", after, re.S).group(1)
 
 
-def test_readme_openai_snippet(default_server):
-    "The snippet runs, and prints what the README says it prints (greedy: the same every time)."
-    r = subprocess.run([sys.executable, '-c', block('python', 'OpenAI(')], capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize('needle', ['chat.completions.create(model=', 'response_format=', 'tool_choice='])
+def test_readme_openai_snippet(default_server, needle):
+    """Each `openai` snippet runs, and prints what the README says it prints (greedy: the same every time): a chat
+    reply, JSON that fits the snippet's schema, a tool call whose arguments fit the tool's parameters."""
+    snippet = block('python', needle)
+    r = subprocess.run([sys.executable, '-c', snippet], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.rstrip('\n') == quoted_answer()
+    assert r.stdout.rstrip('\n') == quoted_answer(snippet)
+    import jsonschema
+    if needle == 'response_format=':
+        jsonschema.validate(json.loads(r.stdout), {'type': 'object', 'required': ['name', 'age'], 'properties': {
+            'name': {'type': 'string'}, 'age': {'type': 'integer'}}})
+    if needle == 'tool_choice=':
+        name, arguments = r.stdout.split(' ', 1)
+        assert name == 'get_weather'
+        jsonschema.validate(json.loads(arguments), {'type': 'object', 'properties': {'city': {'type': 'string'}},
+                                                    'required': ['city']})
 
 
 def test_default_server_serves_the_demo_model(default_server):
