@@ -252,11 +252,11 @@ def serve_extensions(checked, args) -> list:
 
 # %% ../nbs/90_cli.ipynb #q90port2
 def listening_socket(host: str, port: int) -> socket.socket:
-    "A TCP socket bound to `host`:`port` (0: any free port), or an OSError that says why not."
+    "A TCP socket listening on `host`:`port` (0: any free port), or an OSError that says why not."
     family = socket.AF_INET6 if ':' in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as uvicorn binds its own
-    try: sock.bind((host, port))
+    try: sock.bind((host, port)); sock.listen(2048)          # the port is ours from here on
     except OSError as e:
         sock.close()
         raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
