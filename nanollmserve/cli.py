@@ -162,9 +162,10 @@ def run_generate(args) -> None:
     from nanollmserve.sampling import SamplingParams
     prompt = sys.stdin.read() if args.prompt == '-' else args.prompt
     if not prompt: raise ValueError("prompt is empty")
-    refuse_adapter_as_model(engine_kwargs(args).get('model'))
+    engine_args = engine_kwargs(args)
+    refuse_adapter_as_model(engine_args.get('model'))
     start = time.perf_counter()
-    engine = LLMEngine(**engine_kwargs(args))
+    engine = LLMEngine(**engine_args)
     try:
         given = dict(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
                      min_p=args.min_p, repetition_penalty=args.repetition_penalty)
