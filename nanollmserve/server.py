@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi_offline import FastAPIOffline
 from fastcore.basics import patch
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError,
                       WrapValidator, model_validator)
@@ -236,8 +237,21 @@ class Generation:
         self.prompt_texts: list[str | None] = [None] * len(prompts)
         self.tokens: dict[int, list[int]] = {}
 
+    def fitted(self, p):
+        "Prompt `p` with its token ids; a 400 if `max_tokens` more cannot fit in the context."
+        if isinstance(p, dict) and 'prompt_token_ids' not in p and isinstance(p.get('prompt'), str):
+            p = p['prompt']
+        if isinstance(p, str): p = {'prompt': p, 'prompt_token_ids': self.engine.tokenizer.encode(p)}
+        n, limit, m = len(p['prompt_token_ids']), self.engine.max_model_len, self.params.max_tokens
+        if 0 < n < limit and m is not None and m > limit - n:      # other prompts: the engine's errors
+            raise bad_request(f"'max_tokens' or 'max_completion_tokens' is too large: {m}. This model's "
+                              f"maximum context length is {limit} tokens and your request has {n} "
+                              f"input tokens ({m} > {limit} - {n}).", 'max_tokens')
+        return p
+
     async def start(self) -> None:
         "Submit every prompt; one the engine refuses aborts the others and becomes a 400."
+        self.prompts = [self.fitted(p) for p in self.prompts]     # nothing is submitted if one does not fit
         try:
             for p in self.prompts:
                 self.streams.append(await self.engine.add_request(p, self.params,
@@ -536,8 +550,8 @@ def base_app(engine: AsyncLLMEngine, served_model_name: str, api_key: str | None
         yield
         engine.shutdown()
 
-    app = FastAPI(title='nanollmserve', version=__version__, lifespan=lifespan,
-                  description="vLLM's OpenAI-compatible API, served by the engine of this book.")
+    app = FastAPIOffline(title='nanollmserve', version=__version__, lifespan=lifespan,
+                         description="vLLM's OpenAI-compatible API, served by the engine of this book.")
     app.state.server = ServerState(engine, served_model_name, api_key, max_waiting, extensions)
 
     @app.exception_handler(APIError)

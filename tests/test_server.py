@@ -226,7 +226,7 @@ def test_unknown_fields_ignored(server):
 
 def test_stream_disconnect_frees_blocks(server):
     aborted = server.stats()['num_aborted_requests']
-    body = {'prompt': 'A long story', 'max_tokens': 2000, 'ignore_eos': True, 'stream': True}
+    body = {'prompt': 'A long story', 'max_tokens': 1000, 'ignore_eos': True, 'stream': True}
     with httpx.stream('POST', server.url + '/v1/completions', json=body, timeout=60) as r:
         lines = r.iter_lines()
         got = [next(lines) for _ in range(6)]
@@ -279,7 +279,7 @@ def test_shutdown_with_request_in_flight(ckpt):
 
     def long_stream():
         try:
-            with httpx.stream('POST', s.url + '/v1/completions', json={'prompt': 'x', 'max_tokens': 3000, 'ignore_eos': True,
+            with httpx.stream('POST', s.url + '/v1/completions', json={'prompt': 'x', 'max_tokens': 1000, 'ignore_eos': True,
                                                                        'stream': True}, timeout=60) as r:
                 for _ in r.iter_lines(): pass
         except httpx.HTTPError as e: errors.append(e)
@@ -376,7 +376,7 @@ def test_in_process_mode_equals_offline(ckpt, offline):
 def kill_mid_request(s, pid):
     "Start a long completion on server `s`, SIGKILL process `pid` once it runs; the response."
     with ThreadPoolExecutor(1) as pool:
-        fut = pool.submit(post, s, '/v1/completions', {'prompt': 'x', 'max_tokens': 3000, 'ignore_eos': True})
+        fut = pool.submit(post, s, '/v1/completions', {'prompt': 'x', 'max_tokens': 1000, 'ignore_eos': True})
         deadline = time.time() + 30
         while s.stats()['num_requests_running'] == 0 and time.time() < deadline: time.sleep(0.01)
         os.kill(pid, signal.SIGKILL)
@@ -596,3 +596,20 @@ def test_torchrun_two_nodes(ckpt, offline):
     finally:
         for n in nodes:
             if n.poll() is None: n.kill()
+
+
+@pytest.mark.parametrize('page, selector, key', [('/docs', '.opblock', 'id'),
+                                                ('/redoc', '[data-section-id^="operation/"]', 'data-section-id')])
+def test_docs_pages_render_offline(server, browser, page, selector, key):
+    "Swagger UI and ReDoc draw every endpoint with no internet: their scripts come from the server itself."
+    from selenium.webdriver.support.ui import WebDriverWait
+    paths = [p for p, ops in httpx.get(server.url + '/openapi.json').json()['paths'].items() for _ in ops]
+    browser.get(server.url + page)
+    drawn = lambda d: d.execute_script(          # the endpoints drawn: one element per operation (and method)
+        f"return new Set([...document.querySelectorAll('{selector}')].map(e => e.getAttribute('{key}'))).size")
+    WebDriverWait(browser, 30).until(lambda d: drawn(d) >= len(paths))
+    assert drawn(browser) == len(paths)
+    elsewhere = browser.execute_script(
+        "return performance.getEntriesByType('resource').filter(r => !r.name.startsWith(location.origin)).map(r => r.name)")
+    logo = 'https://cdn.redoc.ly/redoc/logo-mini.svg'      # ReDoc's "powered by" logo: removed when it fails to load
+    assert [u for u in elsewhere if u != logo] == []        # nothing the page needs was asked of another host

@@ -10,7 +10,6 @@ Needs Chromium and its driver from Debian's packages (`apt-get install -y chromi
 import functools
 import json
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -22,7 +21,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 NBS = ROOT / 'nbs'
-INSTALL = 'Install Chromium from Debian: apt-get install -y chromium chromium-driver (and: pip install selenium)'
 
 
 def notebooks() -> list[Path]:
@@ -82,22 +80,6 @@ def site(tmp_path_factory):
     server.shutdown()
 
 
-@pytest.fixture(scope='module')
-def browser():
-    "One headless Chromium for all pages: Debian's chromium and chromedriver, no downloads"
-    chromium, chromedriver = shutil.which('chromium'), shutil.which('chromedriver')
-    if not (chromium and chromedriver): pytest.fail(f'Chromium or chromedriver not found. {INSTALL}')
-    try: from selenium import webdriver
-    except ImportError: pytest.fail(f'selenium is not installed. {INSTALL}')
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ('--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1280,900'):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=chromedriver))
-    yield driver
-    driver.quit()
-
-
 PAGE_FACTS = """
 const text = e => e.textContent.trim();
 return {
@@ -117,6 +99,11 @@ return {
 """
 
 WIDTH = "return [document.documentElement.scrollWidth, window.innerWidth];"
+CUT = """return [...document.querySelectorAll('.site-main *')]
+  .filter(e => e.scrollWidth > e.clientWidth + 1 && ['hidden', 'clip'].includes(getComputedStyle(e).overflowX))
+  .map(e => e.tagName + ': ' + e.textContent.trim().slice(0, 60));"""
+UNWRAPPED = """return [...document.querySelectorAll('.site-main .input_area pre')]
+  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.trim().slice(0, 60));"""
 
 
 @pytest.mark.parametrize('i', range(len(NOTEBOOKS)), ids=[nb.stem for nb in NOTEBOOKS])
@@ -140,11 +127,14 @@ def test_page(browser, site, i):
     assert not missing, f'{page}: links to pages that do not exist: {sorted(missing)}'
     assert not facts['errors'] and not facts['tracebacks'], f'{page} shows an error output: {facts["errors"]}'
     assert not facts['directives'], f'{page} shows #| directives in its code: {facts["directives"]}'
-    try:                                 # the window's width, then a narrow one: wide tables and code scroll in boxes
+    try:                                 # the window's width, then a narrow one: tables and outputs scroll in boxes, code wraps
         for size in (1280, 800):
             browser.set_window_size(size, 900)
             width, window = browser.execute_script(WIDTH)
             assert width <= window, f'{page} is {width} px wide in a {window} px window'
+            cut, unwrapped = browser.execute_script(CUT), browser.execute_script(UNWRAPPED)
+            assert not cut, f'{page}: boxes that cut what they hold at {window} px: {cut}'
+            assert not unwrapped, f'{page}: code that does not wrap at {window} px: {unwrapped}'
     finally: browser.set_window_size(1280, 900)
 
 

@@ -52,6 +52,19 @@ class SkippingClient(NotebookClient):
         return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
 
+def merge_streams(nb) -> None:
+    "Adjacent stdout (or stderr) outputs of a cell as one: a cell's printing shows as one block, however it was flushed."
+    for cell in nb.cells:
+        merged = []
+        for out in cell.get('outputs', []):
+            prev = merged[-1] if merged else None
+            if (out.output_type == 'stream' and prev is not None and prev.output_type == 'stream'
+                    and prev.name == out.name):
+                prev.text += out.text
+            else: merged.append(out)
+        if 'outputs' in cell: cell.outputs = merged
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('notebooks', nargs='*', type=Path)
@@ -78,6 +91,7 @@ def main():
         client.run_anyway = tuple(args.run)
         print(f'executing {path} ...', flush=True)
         client.execute()
+        merge_streams(nb)
         nbformat.write(nb, path)
     subprocess.run(['nbdev_clean'], cwd=ROOT, check=True)
 

@@ -1423,7 +1423,7 @@ def footprint(model: str | Path, variant: str, batches=(1, 16), threads: int = 2
                        **VARIANTS[variant], **engine_kw)
     out = dict(variant=variant, weight_MiB=model_bytes(engine.model) / 2**20)
     for b in batches: out[f'tpot_ms_b{b}'] = decode_tpot(engine, b)
-    mem = proc_memory_mib()      # after the runs: the scratch buffer and the work are in
+    mem = proc_memory_mib()      # after the runs: what decoding allocates is in
     return out | dict(rss_MiB=mem['VmRSS'], peak_MiB=mem['VmHWM'])
 
 def footprint_in_process(model: str | Path, variant: str, **kw) -> dict:
