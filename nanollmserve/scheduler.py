@@ -90,6 +90,8 @@ class Hooks:
 
     def add(self, component) -> None:
         self.components.append(component); self._calls.clear()
+    def remove(self, component) -> None:
+        self.components.remove(component); self._calls.clear()
 
     def __call__(self, event: str, *args) -> list:
         "Call `event(*args)` on every component that defines it; their answers."

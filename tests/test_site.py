@@ -156,3 +156,36 @@ def test_no_list_or_heading_starts_inside_a_sentence():
                 if before.strip() and not before.lstrip().startswith('#'):
                     bad.append(f"{nb.name}: {before.strip()[-50:]!r} / {lines[tok.map[0]][:50]!r}")
     assert not bad, '\n'.join(bad)
+
+
+def test_interactive_figures_respond(browser, site):
+    """Every interactive figure of the site is drawn by the site's own plotly.js, and answers its controls: moving a
+    slider shows another step, clicking a legend entry hides a trace."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.support.ui import WebDriverWait
+    base, out, failed = site
+    pages = [p.name for p in sorted(out.glob('*.html')) if 'class="interactive-figure"' in p.read_text(encoding='utf-8')]
+    assert pages, 'no page has an interactive figure'
+    seen = 0
+    for page in pages:
+        browser.get(base + page)
+        ids = browser.execute_script("return [...document.querySelectorAll('.interactive-figure')].map(e => e.id)")
+        for fid in ids:
+            gd = f"document.getElementById('{fid}')"
+            WebDriverWait(browser, 30).until(lambda d: d.execute_script(f"return !!{gd}._fullLayout"))
+            fills = f"return [...{gd}.querySelectorAll('.scatterlayer .trace')].map(t => [...t.querySelectorAll('.point')].map(p => p.style.fill).join())"
+            before, active = browser.execute_script(fills), browser.execute_script(f"return ({gd}.layout.sliders || [{{}}])[0].active")
+            rails = browser.find_elements('css selector', f'#{fid} .slider-rail-rect')
+            for rail in rails:                                    # click the slider at three quarters of its length
+                browser.execute_script('arguments[0].scrollIntoView({block: "center"})', rail)
+                ActionChains(browser).move_to_element_with_offset(rail, rail.size['width'] // 4, 0).click().perform()
+                WebDriverWait(browser, 10).until(lambda d: d.execute_script(f"return {gd}.layout.sliders[0].active") != active)
+                assert browser.execute_script(fills) != before, f'{page} #{fid}: the slider moved, the figure did not change'
+            legend = browser.find_elements('css selector', f'#{fid} .legend .traces')
+            if len(legend) > 1:                                   # click the first legend entry: its trace hides
+                legend[0].click()
+                WebDriverWait(browser, 10).until(lambda d: d.execute_script(f"return {gd}.data[0].visible") == 'legendonly')
+            assert rails or len(legend) > 1, f'{page} #{fid} has no control'
+            seen += 1
+    assert not failed, f'requests that failed: {failed}'
+    print(f'{seen} interactive figures on {len(pages)} pages')

@@ -9,6 +9,7 @@ their source, exported names get a `show_doc`, names in backticks link to their 
 Quarto cell options. This script then does what Quarto does with those options (`include`, `echo` and `output`
 set to false), converts each notebook with nbconvert (plots are embedded PNGs) and wraps it in a page with the
 list of chapters and previous/next links. Pages keep Quarto's names (`05a_engine.ipynb` -> `engine.html`).
+The interactive figures' library, `plotly.min.js`, is copied beside the pages from the installed `plotly`.
 
 Nothing is executed but what nbdev runs to document exported code: saved outputs are shown as saved. An error
 output is rendered like any other output (the site test fails on it) and reported on stderr.
@@ -184,6 +185,13 @@ def navigation(toc: list[dict], i: int) -> tuple[str, str]:
     return '\n'.join(items), ''.join(pager)
 
 
+def plotly_js() -> Path:
+    "plotly.js as the installed `plotly` package ships it (the dev install has it)"
+    try: import plotly
+    except ImportError: sys.exit("render_site.py needs plotly for the interactive figures: pip install -e '.[dev]'")
+    return Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js'
+
+
 def render(out: Path) -> list[str]:
     "Write the site to `out`; return the error outputs found, one line each"
     cfg = get_config()
@@ -209,6 +217,7 @@ def render(out: Path) -> list[str]:
             title=inline_md(chapter['title']), description=inline_md(chapter['description']),
             nav=nav, pager=pager, body=fix_links(body, pages, docs_url)), encoding='utf-8')
     shutil.copy(NBS / 'styles.css', out / 'styles.css')
+    shutil.copy(plotly_js(), out / 'plotly.min.js')      # the interactive figures' library, served with the site
     (out / 'pygments.css').write_text(HtmlFormatter().get_style_defs('.highlight'), encoding='utf-8')
     return errors
 

@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'json_validity', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'json_validity', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -510,6 +510,154 @@ def time_small_ops(model: CausalLM, ops: FusedOps, tokens: int, repeats: int = 5
             if i: times[name].append(time.perf_counter() - start)
     return times
 
+# %% ../../nbs/07_prefix_caching.ipynb #blk7ex01
+class StepTrace:
+    "A component for the engine's hooks: each step, what ran and where every KV block stood."
+    def __init__(self, engine):
+        self.scheduler, self.bm, self.steps = engine.scheduler, engine.cache.block_manager, []
+
+    def step_scheduled(self, out) -> None:
+        if not out.seqs: return
+        bm, n = self.bm, self.bm.num_blocks
+        free, hashes = set(bm.free_blocks), getattr(bm, 'hashes', [None] * n)
+        kind = lambda s: 'decode' if s.num_computed_tokens >= s.num_prompt_tokens else 'prefill'
+        self.steps.append(dict(
+            ran=[(s.request_id, kind(s), k, s.num_computed_tokens) for s, k in zip(out.seqs, out.num_new)],
+            tables={s.request_id: list(s.block_table) for s in self.scheduler.running},
+            free=[b in free for b in range(n)], cached=[h is not None for h in hashes]))
+
+def record_steps(engine, arrivals: dict, params: SamplingParams) -> list[dict]:
+    "Run `arrivals` ({step: [(request id, prompt), ...]}) on `engine`; the steps `StepTrace` saw."
+    trace, step = StepTrace(engine), 0
+    engine.hooks.add(trace)
+    try:
+        while step <= max(arrivals) or engine.has_unfinished_requests():
+            for rid, prompt in arrivals.get(step, []): engine.add_request(rid, prompt, params)
+            engine.step(); step += 1
+    finally: engine.hooks.remove(trace)
+    return trace.steps
+
+# %% ../../nbs/07_prefix_caching.ipynb #blk7ex02
+def step_title(i: int, snap: dict) -> str:
+    "What step `i` of a `StepTrace` did, in words."
+    ran = [f"{rid} decodes" if kind == 'decode' else
+           f"{rid} prefills {k}" + (f" ({done} from the cache)" if done else '')
+           for rid, kind, k, done in snap['ran']]
+    free = sum(snap['free'])
+    cached = sum(f and c for f, c in zip(snap['free'], snap['cached']))
+    return f"step {i}: {', '.join(ran)} · {free} blocks free, {cached} of them cached"
+
+# %% ../../nbs/07_prefix_caching.ipynb #blk7ex03
+REQUEST_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf']
+SHARED_COLOR, CACHED_COLOR, EMPTY_COLOR = '#2f3b52', '#c8ccd2', '#ffffff'
+
+def block_colors(snap: dict, colors: dict) -> tuple[list, list, list]:
+    "For each physical block of one step: its colour, its label (how many hold it) and its hover text."
+    holders = [[] for _ in snap['free']]
+    for rid, table in snap['tables'].items():
+        for b in table: holders[b].append(rid)
+    out = []
+    for b, h in enumerate(holders):
+        c = (SHARED_COLOR if len(h) > 1 else colors[h[0]] if h else
+             CACHED_COLOR if snap['cached'][b] else EMPTY_COLOR)
+        what = (f"held by {', '.join(h)}" if h else 'free') + (', cached' if snap['cached'][b] else '')
+        out.append((c, str(len(h)) if len(h) > 1 else '', f"block {b}: {what}"))
+    return tuple(map(list, zip(*out)))
+
+# %% ../../nbs/07_prefix_caching.ipynb #blk7ex04
+def block_figure(steps: list[dict], columns: int = 16):
+    "A plotly figure with a frame per step: the physical blocks, and each request's block table."
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    n, rids = len(steps[0]['free']), list(dict.fromkeys(r for s in steps for r in s['tables']))
+    colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+    squares = lambda x, y, c, t, h: go.Scatter(x=x, y=y, mode='markers+text', text=t, hovertext=h,
+        hoverinfo='text', showlegend=False, textfont=dict(color='white', size=10),
+        marker=dict(symbol='square', size=24, color=c, line=dict(color='#6c757d', width=1)))
+    def traces(snap):
+        color, label, hover = block_colors(snap, colors)
+        cells = [(j, rids.index(r), color[b], str(b), f"{r}'s block {j}: physical block {b}")
+                 for r, table in snap['tables'].items() for j, b in enumerate(table)]
+        grid = [b % columns for b in range(n)], [b // columns for b in range(n)]
+        return [squares(*grid, color, label, hover),
+                squares(*map(list, zip(*cells))) if cells else squares([], [], [], [], [])]
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.15,
+                        subplot_titles=('the cache: physical blocks', "each request's block table"))
+    for row, t in enumerate(traces(steps[0]), 1): fig.add_trace(t, row=row, col=1)
+    fig.frames = [go.Frame(data=traces(s), name=str(i), layout=dict(title_text=step_title(i, s)))
+                  for i, s in enumerate(steps)]
+    width = max([columns] + [len(t) for s in steps for t in s['tables'].values()])
+    fig.update_xaxes(visible=False, range=[-0.7, width - 0.3], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[-(-n // columns) - 0.5, -0.5], fixedrange=True, row=1)
+    fig.update_yaxes(range=[len(rids) - 0.5, -0.5], fixedrange=True, row=2, showgrid=False,
+                     tickvals=list(range(len(rids))), ticktext=rids)
+    go_to = lambda ms: dict(mode='immediate', frame=dict(duration=ms, redraw=True),
+                            transition=dict(duration=0), fromcurrent=True)
+    play = dict(type='buttons', x=0, y=-0.06, xanchor='left', showactive=False, buttons=[
+        dict(label='▶', method='animate', args=[None, go_to(500)]),
+        dict(label='❚❚', method='animate', args=[[None], go_to(0)])])
+    slider = dict(active=0, x=0.08, len=0.92, y=0, currentvalue=dict(prefix='step '), steps=[
+        dict(label=str(i), method='animate', args=[[str(i)], go_to(0)]) for i in range(len(steps))])
+    fig.update_layout(title=dict(text=step_title(0, steps[0]), font_size=13), height=480,
+                      margin=dict(l=40, r=10, t=70, b=80), plot_bgcolor='white',
+                      updatemenus=[play], sliders=[slider])
+    return fig
+
+# %% ../../nbs/07_prefix_caching.ipynb #blk7ex05
+def blocks_still(steps: list[dict], shown: list[int], columns: int = 16):
+    "The physical blocks at the steps `shown`, as a matplotlib figure: the still of `block_figure`."
+    import textwrap
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    rids = list(dict.fromkeys(r for s in steps for r in s['tables']))
+    colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+    n = len(steps[0]['free']); rows = -(-n // columns)
+    fig, axes = plt.subplots(len(shown), 1, figsize=(8, (0.5 * rows + 0.6) * len(shown)))
+    for ax, i in zip(axes, shown):
+        color, label, _ = block_colors(steps[i], colors)
+        for b in range(n):
+            x, y = b % columns, -(b // columns)
+            ax.add_patch(plt.Rectangle((x, y), 0.9, 0.9, facecolor=color[b], edgecolor='#6c757d'))
+            if label[b]: ax.text(x + 0.45, y + 0.45, label[b], color='white', ha='center', va='center')
+        ax.set(xlim=(-0.1, columns), ylim=(1 - rows - 0.1, 1), aspect='equal'); ax.axis('off')
+        ax.set_title(textwrap.fill(step_title(i, steps[i]), 100), fontsize=8, loc='left')
+    keys = [(colors[r], r) for r in rids] + [(SHARED_COLOR, 'shared'), (CACHED_COLOR, 'free, cached'),
+                                             (EMPTY_COLOR, 'free')]
+    fig.legend([Patch(facecolor=c, edgecolor='#6c757d') for c, _ in keys], [k for _, k in keys],
+               ncol=len(keys), loc='lower center', fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
+
+# %% ../../nbs/07_prefix_caching.ipynb #blk7ex06
+# the still, and a script that swaps it for the plotly figure once plotly.min.js (beside the page) has loaded
+FIGURE_HTML = '''<div class="interactive-figure" id="{name}">
+<img alt="{alt}" src="data:image/png;base64,{png}"></div>
+<script>(() => {{
+  const el = document.getElementById("{name}"), spec = {spec};
+  const draw = () => {{ el.replaceChildren();
+    Plotly.newPlot(el, spec.data, spec.layout, {{responsive: true, displaylogo: false}})
+      .then(() => spec.frames && Plotly.addFrames(el, spec.frames)); }};
+  if (window.Plotly) return draw();
+  let js = document.querySelector('script[data-plotly]');
+  if (!js) {{ js = Object.assign(document.createElement('script'), {{src: 'plotly.min.js'}});
+             js.dataset.plotly = ''; document.head.append(js); }}
+  js.addEventListener('load', draw);
+}})();</script>'''
+
+class InteractiveFigure:
+    "A plotly figure drawn by the page's `plotly.min.js`, over a still PNG shown wherever it is not."
+    def __init__(self, fig, still, name: str, alt: str):
+        import base64, io
+        import matplotlib.pyplot as plt
+        buf = io.BytesIO(); still.savefig(buf, format='png', dpi=90); plt.close(still)
+        png = base64.b64encode(buf.getvalue()).decode()
+        spec = fig.to_json().replace('</', '<\\/')        # nothing in it can end the script
+        self.alt = alt
+        self.html = FIGURE_HTML.format(name=name, alt=alt, png=png, spec=spec)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {'text/html': self.html, 'text/plain': self.alt}
+
 # %% ../../nbs/07_prefix_caching.ipynb #lab293476
 import random
 
@@ -557,6 +705,57 @@ def compare_prefix_caching(model='nanollmserve-tiny-qwen3',
         results['on' if on else 'off'] = dict(shared=s, w1=w1)
         del engine
     return results
+
+# %% ../../nbs/08_chunked_prefill.ipynb #chk8ex01
+def schedule_figure(runs: dict, budgets: dict):
+    "One panel per run (name: `StepTrace` steps): the tokens each request fed, step by step."
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    rids = list(dict.fromkeys(r for steps in runs.values() for s in steps for r, *_ in s['ran']))
+    colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+    fig = make_subplots(rows=len(runs), cols=1, subplot_titles=list(runs), vertical_spacing=0.1,
+                        shared_xaxes=True)
+    shown = set()
+    for row, (name, steps) in enumerate(runs.items(), 1):
+        for rid in rids:
+            for kind, hatch in (('prefill', '/'), ('decode', '')):
+                bars = [(i, n, f"step {i}: {rid} {kind}s {n} token{'s' * (n > 1)}")
+                        for i, s in enumerate(steps) for r, k, n, _ in s['ran'] if (r, k) == (rid, kind)]
+                if not bars: continue
+                x, y, text = map(list, zip(*bars))
+                fig.add_trace(go.Bar(x=x, y=y, name=rid, legendgroup=rid, showlegend=rid not in shown,
+                                     hovertext=text, hoverinfo='text',
+                                     marker=dict(color=colors[rid], pattern_shape=hatch)), row=row, col=1)
+                shown.add(rid)
+        if budgets.get(name):
+            fig.add_hline(y=budgets[name], line=dict(dash='dash', color='black', width=1), row=row, col=1)
+        fig.update_yaxes(title_text='tokens', row=row, col=1)
+    fig.update_xaxes(title_text='step', row=len(runs), col=1)
+    fig.update_layout(barmode='stack', bargap=0.15, height=220 * len(runs) + 80, plot_bgcolor='white',
+                      margin=dict(l=50, r=10, t=40, b=40), legend=dict(orientation='h', y=1.06))
+    return fig
+
+# %% ../../nbs/08_chunked_prefill.ipynb #chk8ex02
+def schedule_still(runs: dict, budgets: dict):
+    "`schedule_figure` as a matplotlib figure, for pages without JavaScript."
+    import matplotlib.pyplot as plt
+    rids = list(dict.fromkeys(r for steps in runs.values() for s in steps for r, *_ in s['ran']))
+    colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.2 * len(runs)))
+    for ax, (name, steps) in zip(axes, runs.items()):
+        for i, s in enumerate(steps):
+            bottom = 0
+            for r, kind, n, _ in s['ran']:
+                ax.bar(i, n, bottom=bottom, color=colors[r], hatch='//' if kind == 'prefill' else None,
+                       edgecolor='white', linewidth=0.5)
+                bottom += n
+        if budgets.get(name): ax.axhline(budgets[name], color='black', ls='--', lw=1)
+        ax.set(title=name, ylabel='tokens'); ax.title.set_size(10)
+    axes[-1].set_xlabel('step')
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[r]) for r in rids]
+    fig.legend(handles, rids, ncol=len(rids), loc='upper center', frameon=False, fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return fig
 
 # %% ../../nbs/08_chunked_prefill.ipynb #labfbd699
 import random
