@@ -237,18 +237,6 @@ class Generation:
         self.prompt_texts: list[str | None] = [None] * len(prompts)
         self.tokens: dict[int, list[int]] = {}
 
-    def fitted(self, p):
-        "Prompt `p` with its token ids; a 400 if `max_tokens` more cannot fit in the context."
-        if isinstance(p, dict) and 'prompt_token_ids' not in p and isinstance(p.get('prompt'), str):
-            p = p['prompt']
-        if isinstance(p, str): p = {'prompt': p, 'prompt_token_ids': self.engine.tokenizer.encode(p)}
-        n, limit, m = len(p['prompt_token_ids']), self.engine.max_model_len, self.params.max_tokens
-        if 0 < n < limit and m is not None and m > limit - n:      # other prompts: the engine's errors
-            raise bad_request(f"'max_tokens' or 'max_completion_tokens' is too large: {m}. This model's "
-                              f"maximum context length is {limit} tokens and your request has {n} "
-                              f"input tokens ({m} > {limit} - {n}).", 'max_tokens')
-        return p
-
     async def start(self) -> None:
         "Submit every prompt; one the engine refuses aborts the others and becomes a 400."
         self.prompts = [self.fitted(p) for p in self.prompts]     # nothing is submitted if one does not fit
@@ -272,6 +260,20 @@ class Generation:
         prompt, completion = sum(self.prompt_tokens), sum(len(t) for t in self.tokens.values())
         return {'prompt_tokens': prompt, 'completion_tokens': completion,
                 'total_tokens': prompt + completion}
+
+# %% ../nbs/09a_server.ipynb #gen9fit1
+@patch
+def fitted(self: Generation, p):
+    "Prompt `p` with its token ids; a 400 if `max_tokens` more cannot fit in the context."
+    if isinstance(p, dict) and 'prompt_token_ids' not in p and isinstance(p.get('prompt'), str):
+        p = p['prompt']
+    if isinstance(p, str): p = {'prompt': p, 'prompt_token_ids': self.engine.tokenizer.encode(p)}
+    n, limit, m = len(p['prompt_token_ids']), self.engine.max_model_len, self.params.max_tokens
+    if 0 < n < limit and m is not None and m > limit - n:      # other prompts: the engine's errors
+        raise bad_request(f"'max_tokens' or 'max_completion_tokens' is too large: {m}. This model's "
+                          f"maximum context length is {limit} tokens and your request has {n} "
+                          f"input tokens ({m} > {limit} - {n}).", 'max_tokens')
+    return p
 
 # %% ../nbs/09a_server.ipynb #e22d76ba
 @patch
