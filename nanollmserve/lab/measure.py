@@ -514,26 +514,34 @@ def time_small_ops(model: CausalLM, ops: FusedOps, tokens: int, repeats: int = 5
 class StepTrace:
     "A component for the engine's hooks: each step, what ran and where every KV block stood."
     def __init__(self, engine):
-        self.scheduler, self.bm, self.steps = engine.scheduler, engine.cache.block_manager, []
+        self.scheduler, self.bm = engine.scheduler, engine.cache.block_manager
+        self.steps, self.seen = [], set()
 
-    def step_scheduled(self, out) -> None:
-        if not out.seqs: return
+    def step_scheduled(self, out) -> None: self.record(out.seqs, out.num_new)
+
+    def record(self, seqs=(), num_new=()) -> None:
+        "One step: (request, prefill or decode, tokens fed, tokens the cache gave it), tables, blocks."
         bm, n = self.bm, self.bm.num_blocks
         free, hashes = set(bm.free_blocks), getattr(bm, 'hashes', [None] * n)
         kind = lambda s: 'decode' if s.num_computed_tokens >= s.num_prompt_tokens else 'prefill'
-        self.steps.append(dict(
-            ran=[(s.request_id, kind(s), k, s.num_computed_tokens) for s, k in zip(out.seqs, out.num_new)],
-            tables={s.request_id: list(s.block_table) for s in self.scheduler.running},
-            free=[b in free for b in range(n)], cached=[h is not None for h in hashes]))
+        cached = lambda s: 0 if s.seq_id in self.seen else s.num_computed_tokens   # at its first step
+        ran = [(s.request_id, kind(s), k, cached(s)) for s, k in zip(seqs, num_new)]
+        self.seen.update(s.seq_id for s in seqs)
+        tables = {s.request_id: list(s.block_table) for s in self.scheduler.running}
+        self.steps.append(dict(ran=ran, tables=tables, free=[b in free for b in range(n)],
+                               cached=[h is not None for h in hashes]))
 
 def record_steps(engine, arrivals: dict, params: SamplingParams) -> list[dict]:
-    "Run `arrivals` ({step: [(request id, prompt), ...]}) on `engine`; the steps `StepTrace` saw."
+    "Run `arrivals` ({step: [(request id, prompt), ...]}) on `engine`; every step, idle ones included."
     trace, step = StepTrace(engine), 0
     engine.hooks.add(trace)
     try:
         while step <= max(arrivals) or engine.has_unfinished_requests():
             for rid, prompt in arrivals.get(step, []): engine.add_request(rid, prompt, params)
+            before = len(trace.steps)
             engine.step(); step += 1
+            if len(trace.steps) == before: trace.record()             # nothing was scheduled
+        trace.record()                                                # and the end: all finished
     finally: engine.hooks.remove(trace)
     return trace.steps
 
@@ -545,7 +553,7 @@ def step_title(i: int, snap: dict) -> str:
            for rid, kind, k, done in snap['ran']]
     free = sum(snap['free'])
     cached = sum(f and c for f, c in zip(snap['free'], snap['cached']))
-    return f"step {i}: {', '.join(ran)} · {free} blocks free, {cached} of them cached"
+    return f"step {i}: {', '.join(ran) or 'nothing runs'} · {free} blocks free, {cached} of them cached"
 
 # %% ../../nbs/07_prefix_caching.ipynb #blk7ex03
 REQUEST_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf']
@@ -647,13 +655,13 @@ FIGURE_HTML = '''<div class="interactive-figure" id="{name}">
 class InteractiveFigure:
     "A plotly figure drawn by the page's `plotly.min.js`, over a still PNG shown wherever it is not."
     def __init__(self, fig, still, name: str, alt: str):
-        import base64, io
+        import base64, html, io
         import matplotlib.pyplot as plt
         buf = io.BytesIO(); still.savefig(buf, format='png', dpi=90); plt.close(still)
         png = base64.b64encode(buf.getvalue()).decode()
         spec = fig.to_json().replace('</', '<\\/')        # nothing in it can end the script
         self.alt = alt
-        self.html = FIGURE_HTML.format(name=name, alt=alt, png=png, spec=spec)
+        self.html = FIGURE_HTML.format(name=name, alt=html.escape(alt), png=png, spec=spec)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {'text/html': self.html, 'text/plain': self.alt}
@@ -741,7 +749,7 @@ def schedule_still(runs: dict, budgets: dict):
     import matplotlib.pyplot as plt
     rids = list(dict.fromkeys(r for steps in runs.values() for s in steps for r, *_ in s['ran']))
     colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
-    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.2 * len(runs)))
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.2 * len(runs)), sharex=True)
     for ax, (name, steps) in zip(axes, runs.items()):
         for i, s in enumerate(steps):
             bottom = 0
