@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'json_validity', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'json_validity', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -559,6 +559,10 @@ def step_title(i: int, snap: dict) -> str:
 REQUEST_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf']
 SHARED_COLOR, CACHED_COLOR, EMPTY_COLOR = '#2f3b52', '#c8ccd2', '#ffffff'
 
+def request_colors(rids: list) -> dict:
+    "A colour for each request, in the order given (the same request, the same colour in every panel)."
+    return {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+
 def block_colors(snap: dict, colors: dict) -> tuple[list, list, list]:
     "For each physical block of one step: its colour, its label (how many hold it) and its hover text."
     holders = [[] for _ in snap['free']]
@@ -578,7 +582,7 @@ def block_figure(steps: list[dict], columns: int = 16):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
     n, rids = len(steps[0]['free']), list(dict.fromkeys(r for s in steps for r in s['tables']))
-    colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+    colors = request_colors(rids)
     squares = lambda x, y, c, t, h: go.Scatter(x=x, y=y, mode='markers+text', text=t, hovertext=h,
         hoverinfo='text', showlegend=False, textfont=dict(color='white', size=10),
         marker=dict(symbol='square', size=24, color=c, line=dict(color='#6c757d', width=1)))
@@ -618,7 +622,7 @@ def blocks_still(steps: list[dict], shown: list[int], columns: int = 16):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
     rids = list(dict.fromkeys(r for s in steps for r in s['tables']))
-    colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+    colors = request_colors(rids)
     n = len(steps[0]['free']); rows = -(-n // columns)
     fig, axes = plt.subplots(len(shown), 1, figsize=(8, (0.5 * rows + 0.6) * len(shown)))
     for ax, i in zip(axes, shown):
@@ -720,7 +724,7 @@ def schedule_figure(runs: dict, budgets: dict):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
     rids = list(dict.fromkeys(r for steps in runs.values() for s in steps for r, *_ in s['ran']))
-    colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+    colors = request_colors(rids)
     fig = make_subplots(rows=len(runs), cols=1, subplot_titles=list(runs), vertical_spacing=0.1,
                         shared_xaxes=True)
     shown = set()
@@ -748,7 +752,7 @@ def schedule_still(runs: dict, budgets: dict):
     "`schedule_figure` as a matplotlib figure, for pages without JavaScript."
     import matplotlib.pyplot as plt
     rids = list(dict.fromkeys(r for steps in runs.values() for s in steps for r, *_ in s['ran']))
-    colors = {r: REQUEST_COLORS[i % len(REQUEST_COLORS)] for i, r in enumerate(rids)}
+    colors = request_colors(rids)
     fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.2 * len(runs)), sharex=True)
     for ax, (name, steps) in zip(axes, runs.items()):
         for i, s in enumerate(steps):
