@@ -29,9 +29,9 @@ class LazyModule:
 xgr = LazyModule('xgrammar')   # the grammar library loads with the first constraint
 
 # %% auto #0
-__all__ = ['xgr', 'CONSTRAINTS', 'SCHEMA_KEYWORDS', 'LazyModule', 'StructuredOutputsParams', 'SamplingParams',
-           'grammar_tokenizer_info', 'unsupported_keywords', 'tag_schemas', 'lengths_as_patterns', 'grammar_of',
-           'GrammarCompiler', 'StructuredOutputManager', 'StructuredOutputsArgs']
+__all__ = ['xgr', 'CONSTRAINTS', 'SCHEMA_KEYWORDS', 'NUMBER_DIGITS', 'EXPONENT_DIGITS', 'LazyModule', 'StructuredOutputsParams',
+           'SamplingParams', 'grammar_tokenizer_info', 'unsupported_keywords', 'tag_schemas', 'lengths_as_patterns',
+           'bounded_numbers', 'grammar_of', 'GrammarCompiler', 'StructuredOutputManager', 'StructuredOutputsArgs']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
 CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object', 'structural_tag')
@@ -151,6 +151,23 @@ def lengths_as_patterns(schema):
         out['pattern'] = f'^.{{{lo},{hi}}}$'
     return out
 
+# %% ../nbs/13_structured_output.ipynb #q13nb02
+NUMBER_DIGITS = 16          # digits before the point, and after it
+EXPONENT_DIGITS = 3
+
+def bounded_numbers(grammar: xgr.Grammar) -> xgr.Grammar:
+    "`grammar` with its unbounded JSON numbers bounded: `NUMBER_DIGITS`, and `EXPONENT_DIGITS`."
+    text = before = str(grammar)
+    more = f'{{0, {NUMBER_DIGITS - 1}}}'
+    for rule, unbounded, bounded in (     # xgrammar's rules for a number without bounds of its own
+            ('basic_integer', '[1-9] [0-9]*', f'[1-9] [0-9]{more}'),
+            ('basic_number_2', '[1-9] [0-9]*', f'[1-9] [0-9]{more}'),
+            ('basic_number_3', 'basic_number_digits{1, -1}', f'basic_number_digits{{1, {NUMBER_DIGITS}}}'),
+            ('basic_number_5', 'basic_number_digits{1, -1}', f'basic_number_digits{{1, {EXPONENT_DIGITS}}}')):
+        text = re.sub(rf'^({rule} ::= .*){re.escape(unbounded)}', lambda m: m[1] + bounded, text,
+                      flags=re.M)
+    return grammar if text == before else xgr.Grammar.from_ebnf(text)
+
 # %% ../nbs/13_structured_output.ipynb #815d1219
 def grammar_of(so: StructuredOutputsParams) -> xgr.Grammar:
     "The constraint as an xgrammar grammar (fast, no tokenizer): a bad one raises here."
@@ -167,10 +184,13 @@ def grammar_of(so: StructuredOutputsParams) -> xgr.Grammar:
             raise bad(f"unsupported keywords {sorted(extra)}")
         spec = lengths_as_patterns(spec)
     try:
-        if kind == 'json': return xgr.Grammar.from_json_schema(json.dumps(spec), any_whitespace=ws)
-        if kind == 'structural_tag': return xgr.Grammar.from_structural_tag(json.dumps(spec))
+        if kind == 'json':
+            return bounded_numbers(xgr.Grammar.from_json_schema(json.dumps(spec), any_whitespace=ws))
+        if kind == 'structural_tag':
+            return bounded_numbers(xgr.Grammar.from_structural_tag(json.dumps(spec)))
         if kind == 'json_object':
-            return xgr.Grammar.from_json_schema('{"type": "object"}', any_whitespace=ws)
+            return bounded_numbers(xgr.Grammar.from_json_schema('{"type": "object"}',
+                                                                any_whitespace=ws))
         if kind == 'regex': return xgr.Grammar.from_regex(so.regex)
         if kind == 'choice': return xgr.Grammar.from_ebnf(
             'root ::= ' + ' | '.join(json.dumps(x, ensure_ascii=False) for x in so.choice))

@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'json_validity', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'NUMBER_AFTER_KEY', 'json_validity', 'number_report', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -1121,30 +1121,45 @@ def help_openings(n: int, words: int = 6) -> list[str]:
     return list(dict.fromkeys(out))[:n]                # each once
 
 # %% ../../nbs/13_structured_output.ipynb #q13ws02
-def json_validity(llm, asks: list[str], schemas: dict, temperatures=(0.0, 0.7),
-                  max_tokens=(60, 200), **options) -> dict:
-    "{schema: dict(valid, cut, requests, tokens, a cut text)}: each chat `ask`, in one batch."
+def json_validity(llm, asks: list[str], schemas: dict, temperatures=(0.0, 0.7), max_tokens=(60, 200),
+                  seeds=(0,), grammar=None, **options) -> dict:
+    """{schema: dict(valid, cut, requests, tokens, a cut text, texts)}: each chat `ask`, in one
+    batch, under the schema (with `options`) or, given `grammar`, under `grammar(schema)`'s EBNF."""
     import json, jsonschema
     from nanollmserve.structured_output import SamplingParams, StructuredOutputsParams
     prompts, params, names = [], [], []
     for name, schema in schemas.items():
-        so = StructuredOutputsParams(json=schema, **options)
+        so = (StructuredOutputsParams(grammar=grammar(schema)) if grammar
+              else StructuredOutputsParams(json=schema, **options))
         for ask in asks:
             text = llm.tokenizer.apply_chat_template([{'role': 'user', 'content': ask}],
                                                      tokenize=False, add_generation_prompt=True)
-            for t in temperatures:
-                for m in max_tokens:
-                    prompts.append(text); names.append(name)
-                    params.append(SamplingParams(temperature=t, max_tokens=m, seed=0,
-                                                 structured_outputs=so))
-    out = {name: dict(valid=0, cut=0, requests=0, tokens=0, cut_text=None) for name in schemas}
+            for t, m, seed in ((t, m, s) for t in temperatures for m in max_tokens for s in seeds):
+                prompts.append(text); names.append(name)
+                params.append(SamplingParams(temperature=t, max_tokens=m, seed=seed,
+                                             structured_outputs=so))
+    out = {name: dict(valid=0, cut=0, requests=0, tokens=0, cut_text=None, texts=[])
+           for name in schemas}
     for name, r in zip(names, llm.generate(prompts, params, use_tqdm=False)):
         c, o = r.outputs[0], out[name]
-        o['requests'] += 1; o['tokens'] += len(c.token_ids)
+        o['requests'] += 1; o['tokens'] += len(c.token_ids); o['texts'].append(c.text)
         if c.finish_reason == 'length': o['cut'] += 1; o['cut_text'] = o['cut_text'] or c.text
         try: jsonschema.validate(json.loads(c.text), schemas[name]); o['valid'] += 1
         except (ValueError, jsonschema.ValidationError): pass
     return out
+
+# %% ../../nbs/13_structured_output.ipynb #q13nd02
+NUMBER_AFTER_KEY = re.compile(r'(?<=": )-?[0-9][0-9.eE+-]*')
+
+def number_report(counts: dict) -> dict:
+    "From `json_validity`'s counts: valid, cut (and how each ends), tokens, the longest number."
+    texts = [t for c in counts.values() for t in c['texts']]
+    total = lambda k: sum(c[k] for c in counts.values())
+    cut = [t for c in counts.values() for t in c['texts'] if not t.endswith('}')]
+    return dict(valid=total('valid'), requests=total('requests'), cut=total('cut'), cut_texts=cut,
+                cut_in_number=sum(bool(re.search(r'": -?[0-9][0-9.eE+-]*$', t)) for t in cut),
+                tokens=total('tokens') / total('requests'),
+                longest=max((len(m) for t in texts for m in NUMBER_AFTER_KEY.findall(t)), default=0))
 
 # %% ../../nbs/13_structured_output.ipynb #lab5d4b47
 import statistics
@@ -1864,7 +1879,7 @@ W1_ENGINES = {'triton + CUDA graphs': dict(attention_backend='triton'),
 def w1_systems(model: str | None = None, num_requests: int = 256, lengths=(100, 512),
                hf_batch_size: int = 64, device: str = 'cuda', dtype: str = 'bfloat16',
                repeats: int = 1) -> list[dict]:
-    "W1 through the engine three ways and through transformers' static batches: output tok/s."
+    "W1 through the engine three ways (two off CUDA) and transformers' static batches: output tok/s."
     import gc
     from nanollmserve.lab.measure import engine_runner, hf_runner, w1_workload
     from nanollmserve.loader import load_config, resolve_model_path
@@ -1876,7 +1891,8 @@ def w1_systems(model: str | None = None, num_requests: int = 256, lengths=(100, 
     engine_kw = dict(device=device, dtype=dtype, max_model_len=longest,
                      num_kv_blocks=work.kv_blocks() + num_requests)
     makers = {f'ours: {name}': (lambda kw=kw: engine_runner(work, path, **engine_kw, **kw))
-              for name, kw in W1_ENGINES.items()}
+              for name, kw in W1_ENGINES.items()      # CUDA graphs: on CUDA only
+              if kw.get('enforce_eager') or device.startswith('cuda')}
     makers[f'transformers, static batches of {hf_batch_size}'] = (
         lambda: hf_runner(work, path, hf_batch_size, device, dtype))
     rows = []
