@@ -23,11 +23,11 @@ from .sampling import Sampler, SamplerOutput, SamplingParams
 from .scheduler import Hooks, Scheduler, SchedulerOutput, Sequence
 
 # %% auto #0
-__all__ = ['ARG_PARTS', 'DTYPES', 'ARG_RULES', 'ContiguousKVCache', 'RowAttention', 'ModelRunner', 'is_pos_int', 'check_arg',
-           'arg', 'keep', 'live', 'running', 'engine_args', 'arg_parts', 'part_modules', 'home_module', 'ModelArgs',
-           'SchedulerArgs', 'DeviceArgs', 'ArgRule', 'arg_rule', 'arg_rules', 'Section', 'EngineArgs', 'EngineParts',
-           'assemble', 'CompletionOutput', 'RequestOutput', 'Request', 'RequestOutputs', 'LLMEngine', 'per_prompt',
-           'LLM']
+__all__ = ['ARG_PARTS', 'DTYPES', 'ARG_RULES', 'BASE_PARAMS', 'ContiguousKVCache', 'RowAttention', 'ModelRunner', 'is_pos_int',
+           'check_arg', 'arg', 'keep', 'live', 'running', 'engine_args', 'arg_parts', 'part_modules', 'home_module',
+           'ModelArgs', 'SchedulerArgs', 'DeviceArgs', 'ArgRule', 'arg_rule', 'arg_rules', 'Section', 'EngineArgs',
+           'EngineParts', 'assemble', 'CompletionOutput', 'RequestOutput', 'Request', 'RequestOutputs', 'LLMEngine',
+           'per_prompt', 'LLM']
 
 # %% ../nbs/05a_engine.ipynb #a2477a67
 class ContiguousKVCache:
@@ -518,6 +518,8 @@ def encode_prompt(self: LLMEngine, prompt) -> tuple[str | None, list[int]]:
     return text, ids
 
 # %% ../nbs/05a_engine.ipynb #66183408
+BASE_PARAMS = {f.name for f in dataclasses.fields(SamplingParams)}   # chapter 2's
+
 @patch
 def check_request(self: LLMEngine, prompt, params: SamplingParams | None = None,
                   **request_args) -> tuple[str | None, list[int], int, dict]:
@@ -537,6 +539,11 @@ def check_request(self: LLMEngine, prompt, params: SamplingParams | None = None,
         mine[id(c)] = {k: left.pop(k) for k in getattr(c, 'request_args', ()) if k in left}
     if left: raise ValueError(f"unknown request argument {next(iter(left))!r}: no part of this "
                               f"engine takes it")
+    served = {name for c in self.hooks.components for name in getattr(c, 'params_fields', ())}
+    for f in dataclasses.fields(params):      # a later chapter's field, set: some part must serve it
+        if f.name not in BASE_PARAMS and getattr(params, f.name) != f.default and f.name not in served:
+            raise ValueError(f"sampling parameter {f.name!r} is set, but no part of this engine "
+                             f"serves it")
     for c in self.hooks.components:
         if hasattr(c, 'check_request'): c.check_request(params, **mine[id(c)])
     return text, ids, max_tokens, mine

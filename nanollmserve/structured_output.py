@@ -211,6 +211,7 @@ class GrammarCompiler:
 # %% ../nbs/13_structured_output.ipynb #c5c329fc
 class StructuredOutputManager:
     "The engine's component for output constraints: compiles, holds back, masks and advances."
+    params_fields = ('structured_outputs',)       # the field of `SamplingParams` it serves
     def __init__(self, tokenizer, vocab_size: int, stop_token_ids):
         self.tokenizer, self.vocab_size = tokenizer, vocab_size
         self.stop_token_ids = sorted(stop_token_ids)
