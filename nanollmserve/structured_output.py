@@ -152,21 +152,19 @@ def lengths_as_patterns(schema):
     return out
 
 # %% ../nbs/13_structured_output.ipynb #q13nb02
-NUMBER_DIGITS = 16          # digits before the point, and after it
-EXPONENT_DIGITS = 3
+NUMBER_DIGITS, EXPONENT_DIGITS = 16, 3
 
 def bounded_numbers(grammar: xgr.Grammar) -> xgr.Grammar:
-    "`grammar` with its unbounded JSON numbers bounded: `NUMBER_DIGITS`, and `EXPONENT_DIGITS`."
-    text = before = str(grammar)
-    more = f'{{0, {NUMBER_DIGITS - 1}}}'
-    for rule, unbounded, bounded in (     # xgrammar's rules for a number without bounds of its own
-            ('basic_integer', '[1-9] [0-9]*', f'[1-9] [0-9]{more}'),
-            ('basic_number_2', '[1-9] [0-9]*', f'[1-9] [0-9]{more}'),
-            ('basic_number_3', 'basic_number_digits{1, -1}', f'basic_number_digits{{1, {NUMBER_DIGITS}}}'),
-            ('basic_number_5', 'basic_number_digits{1, -1}', f'basic_number_digits{{1, {EXPONENT_DIGITS}}}')):
-        text = re.sub(rf'^({rule} ::= .*){re.escape(unbounded)}', lambda m: m[1] + bounded, text,
-                      flags=re.M)
-    return grammar if text == before else xgr.Grammar.from_ebnf(text)
+    "`grammar` with its JSON numbers' unbounded runs of digits bounded (3 in an exponent, else 16)."
+    text, n = str(grammar), NUMBER_DIGITS
+    digit = '|'.join(re.findall(r'^(\w+) ::= \(\(\[0-9\]\)\)$', text, flags=re.M))  # one digit
+    text = text.replace('[1-9] [0-9]*', f'[1-9] [0-9]{{0, {n - 1}}}')    # after a leading digit
+    if digit:
+        bound = lambda to: lambda m: f'{m[1]}{m[2]}{{1, {to}}}'
+        text = re.sub(rf'(\[eE\] \w+ )({digit})\{{1, -1\}}', bound(EXPONENT_DIGITS), text)
+        text = re.sub(rf'(\[1-9\] )({digit})\{{1, -1\}}', bound(n - 1), text)
+        text = re.sub(rf'(\b)({digit})\{{1, -1\}}', bound(n), text)    # after the point
+    return grammar if text == str(grammar) else xgr.Grammar.from_ebnf(text)
 
 # %% ../nbs/13_structured_output.ipynb #815d1219
 def grammar_of(so: StructuredOutputsParams) -> xgr.Grammar:

@@ -1121,8 +1121,8 @@ def help_openings(n: int, words: int = 6) -> list[str]:
     return list(dict.fromkeys(out))[:n]                # each once
 
 # %% ../../nbs/13_structured_output.ipynb #q13ws02
-def json_validity(llm, asks: list[str], schemas: dict, temperatures=(0.0, 0.7), max_tokens=(60, 200),
-                  seeds=(0,), grammar=None, **options) -> dict:
+def json_validity(llm, asks: list[str], schemas: dict, temperatures=(0.0, 0.7),
+                  max_tokens=(60, 200), seeds=(0,), grammar=None, **options) -> dict:
     """{schema: dict(valid, cut, requests, tokens, a cut text, texts)}: each chat `ask`, in one
     batch, under the schema (with `options`) or, given `grammar`, under `grammar(schema)`'s EBNF."""
     import json, jsonschema
@@ -1159,7 +1159,8 @@ def number_report(counts: dict) -> dict:
     return dict(valid=total('valid'), requests=total('requests'), cut=total('cut'), cut_texts=cut,
                 cut_in_number=sum(bool(re.search(r'": -?[0-9][0-9.eE+-]*$', t)) for t in cut),
                 tokens=total('tokens') / total('requests'),
-                longest=max((len(m) for t in texts for m in NUMBER_AFTER_KEY.findall(t)), default=0))
+                longest=max((len(m) for t in texts for m in NUMBER_AFTER_KEY.findall(t)),
+                            default=0))
 
 # %% ../../nbs/13_structured_output.ipynb #lab5d4b47
 import statistics
