@@ -29,9 +29,10 @@ class LazyModule:
 xgr = LazyModule('xgrammar')   # the grammar library loads with the first constraint
 
 # %% auto #0
-__all__ = ['xgr', 'CONSTRAINTS', 'SCHEMA_KEYWORDS', 'NUMBER_DIGITS', 'EXPONENT_DIGITS', 'LazyModule', 'StructuredOutputsParams',
-           'SamplingParams', 'grammar_tokenizer_info', 'unsupported_keywords', 'tag_schemas', 'lengths_as_patterns',
-           'bounded_numbers', 'grammar_of', 'GrammarCompiler', 'StructuredOutputManager', 'StructuredOutputsArgs']
+__all__ = ['xgr', 'CONSTRAINTS', 'SCHEMA_KEYWORDS', 'BOUNDS', 'NUMBER_DIGITS', 'EXPONENT_DIGITS', 'REGEX_RULE', 'LazyModule',
+           'StructuredOutputsParams', 'SamplingParams', 'grammar_tokenizer_info', 'unsupported_keywords', 'tag_schemas',
+           'lengths_as_patterns', 'bounded_numbers', 'grammar_of', 'GrammarCompiler', 'StructuredOutputManager',
+           'StructuredOutputsArgs']
 
 # %% ../nbs/13_structured_output.ipynb #9099cce4
 CONSTRAINTS = ('json', 'regex', 'choice', 'grammar', 'json_object', 'structural_tag')
@@ -114,11 +115,14 @@ SCHEMA_KEYWORDS = {  # what xgrammar 0.2 enforces, plus annotations that constra
     'maxItems', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
     'pattern', 'format', 'minLength', 'maxLength', 'title', 'description', 'default', 'examples',
     '$schema', '$id', '$comment', 'strict'}
+BOUNDS = {'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'}
 
 def unsupported_keywords(schema, found: set | None = None) -> set:
     "Keywords anywhere in `schema` that the grammar would not enforce."
     found = set() if found is None else found
     if isinstance(schema, dict):
+        if 'multipleOf' in schema and (schema.get('type') != 'integer' or BOUNDS & set(schema)):
+            found.add('multipleOf')      # xgrammar 0.2.9 enforces it on an unbounded integer only
         for key, value in schema.items():
             if key not in SCHEMA_KEYWORDS: found.add(key)
             if key in ('properties', 'patternProperties', '$defs', 'definitions'):
@@ -153,18 +157,21 @@ def lengths_as_patterns(schema):
 
 # %% ../nbs/13_structured_output.ipynb #q13nb02
 NUMBER_DIGITS, EXPONENT_DIGITS = 16, 3
+REGEX_RULE = re.compile(r'(Regex\("(?:[^"\\]|\\.)*"[^)]*\))')   # a pattern's own text: left alone
 
 def bounded_numbers(grammar: xgr.Grammar) -> xgr.Grammar:
     "`grammar` with its JSON numbers' unbounded runs of digits bounded (3 in an exponent, else 16)."
-    text, n = str(grammar), NUMBER_DIGITS
-    digit = '|'.join(re.findall(r'^(\w+) ::= \(\(\[0-9\]\)\)$', text, flags=re.M))  # one digit
-    text = text.replace('[1-9] [0-9]*', f'[1-9] [0-9]{{0, {n - 1}}}')    # after a leading digit
-    if digit:
-        bound = lambda to: lambda m: f'{m[1]}{m[2]}{{1, {to}}}'
-        text = re.sub(rf'(\[eE\] \w+ )({digit})\{{1, -1\}}', bound(EXPONENT_DIGITS), text)
-        text = re.sub(rf'(\[1-9\] )({digit})\{{1, -1\}}', bound(n - 1), text)
-        text = re.sub(rf'(\b)({digit})\{{1, -1\}}', bound(n), text)    # after the point
-    return grammar if text == str(grammar) else xgr.Grammar.from_ebnf(text)
+    n, before = NUMBER_DIGITS, str(grammar)
+    digit = '|'.join(re.findall(r'^(\w+) ::= \(\(\[0-9\]\)\)$', before, flags=re.M))  # one digit
+    def bound(text: str) -> str:
+        text = text.replace('[1-9] [0-9]*', f'[1-9] [0-9]{{0, {n - 1}}}')    # after a first digit
+        if not digit: return text
+        to = lambda k: lambda m: f'{m[1]}{m[2]}{{1, {k}}}'
+        text = re.sub(rf'(\[eE\] \w+ )({digit})\{{1, -1\}}', to(EXPONENT_DIGITS), text)
+        text = re.sub(rf'(\[1-9\] )({digit})\{{1, -1\}}', to(n - 1), text)
+        return re.sub(rf'()\b({digit})\{{1, -1\}}', to(n), text)         # the rest: a fraction
+    text = ''.join(p if i % 2 else bound(p) for i, p in enumerate(REGEX_RULE.split(before)))
+    return grammar if text == before else xgr.Grammar.from_ebnf(text)
 
 # %% ../nbs/13_structured_output.ipynb #815d1219
 def grammar_of(so: StructuredOutputsParams) -> xgr.Grammar:

@@ -1123,8 +1123,8 @@ def help_openings(n: int, words: int = 6) -> list[str]:
 # %% ../../nbs/13_structured_output.ipynb #q13ws02
 def json_validity(llm, asks: list[str], schemas: dict, temperatures=(0.0, 0.7),
                   max_tokens=(60, 200), seeds=(0,), grammar=None, **options) -> dict:
-    """{schema: dict(valid, cut, requests, tokens, a cut text, texts)}: each chat `ask`, in one
-    batch, under the schema (with `options`) or, given `grammar`, under `grammar(schema)`'s EBNF."""
+    """{schema: dict(valid, cut, requests, tokens, cut_text, texts, cut_texts)}: each chat `ask`,
+    in one batch, under the schema (with `options`) or, given `grammar`, `grammar(schema)`'s EBNF."""
     import json, jsonschema
     from nanollmserve.structured_output import SamplingParams, StructuredOutputsParams
     prompts, params, names = [], [], []
@@ -1138,12 +1138,13 @@ def json_validity(llm, asks: list[str], schemas: dict, temperatures=(0.0, 0.7),
                 prompts.append(text); names.append(name)
                 params.append(SamplingParams(temperature=t, max_tokens=m, seed=seed,
                                              structured_outputs=so))
-    out = {name: dict(valid=0, cut=0, requests=0, tokens=0, cut_text=None, texts=[])
+    out = {name: dict(valid=0, cut=0, requests=0, tokens=0, cut_text=None, texts=[], cut_texts=[])
            for name in schemas}
     for name, r in zip(names, llm.generate(prompts, params, use_tqdm=False)):
         c, o = r.outputs[0], out[name]
         o['requests'] += 1; o['tokens'] += len(c.token_ids); o['texts'].append(c.text)
-        if c.finish_reason == 'length': o['cut'] += 1; o['cut_text'] = o['cut_text'] or c.text
+        if c.finish_reason == 'length':
+            o['cut'] += 1; o['cut_text'] = o['cut_text'] or c.text; o['cut_texts'].append(c.text)
         try: jsonschema.validate(json.loads(c.text), schemas[name]); o['valid'] += 1
         except (ValueError, jsonschema.ValidationError): pass
     return out
@@ -1155,7 +1156,7 @@ def number_report(counts: dict) -> dict:
     "From `json_validity`'s counts: valid, cut (and how each ends), tokens, the longest number."
     texts = [t for c in counts.values() for t in c['texts']]
     total = lambda k: sum(c[k] for c in counts.values())
-    cut = [t for c in counts.values() for t in c['texts'] if not t.endswith('}')]
+    cut = [t for c in counts.values() for t in c['cut_texts']]
     return dict(valid=total('valid'), requests=total('requests'), cut=total('cut'), cut_texts=cut,
                 cut_in_number=sum(bool(re.search(r'": -?[0-9][0-9.eE+-]*$', t)) for t in cut),
                 tokens=total('tokens') / total('requests'),
