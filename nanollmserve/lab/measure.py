@@ -1123,7 +1123,7 @@ def help_openings(n: int, words: int = 6) -> list[str]:
 # %% ../../nbs/13_structured_output.ipynb #q13ws02
 def json_validity(llm, asks: list[str], schemas: dict, temperatures=(0.0, 0.7),
                   max_tokens=(60, 200), seeds=(0,), grammar=None, **options) -> dict:
-    """{schema: dict(valid, cut, requests, tokens, cut_text, texts, cut_texts)}: each chat `ask`,
+    """{schema: dict(valid, cut, requests, tokens, texts, cut_texts)}: each chat `ask`,
     in one batch, under the schema (with `options`) or, given `grammar`, `grammar(schema)`'s EBNF."""
     import json, jsonschema
     from nanollmserve.structured_output import SamplingParams, StructuredOutputsParams
@@ -1138,13 +1138,12 @@ def json_validity(llm, asks: list[str], schemas: dict, temperatures=(0.0, 0.7),
                 prompts.append(text); names.append(name)
                 params.append(SamplingParams(temperature=t, max_tokens=m, seed=seed,
                                              structured_outputs=so))
-    out = {name: dict(valid=0, cut=0, requests=0, tokens=0, cut_text=None, texts=[], cut_texts=[])
+    out = {name: dict(valid=0, cut=0, requests=0, tokens=0, texts=[], cut_texts=[])
            for name in schemas}
     for name, r in zip(names, llm.generate(prompts, params, use_tqdm=False)):
         c, o = r.outputs[0], out[name]
         o['requests'] += 1; o['tokens'] += len(c.token_ids); o['texts'].append(c.text)
-        if c.finish_reason == 'length':
-            o['cut'] += 1; o['cut_text'] = o['cut_text'] or c.text; o['cut_texts'].append(c.text)
+        if c.finish_reason == 'length': o['cut'] += 1; o['cut_texts'].append(c.text)
         try: jsonschema.validate(json.loads(c.text), schemas[name]); o['valid'] += 1
         except (ValueError, jsonschema.ValidationError): pass
     return out
