@@ -540,10 +540,10 @@ def check_request(self: LLMEngine, prompt, params: SamplingParams | None = None,
     if left: raise ValueError(f"unknown request argument {next(iter(left))!r}: no part of this "
                               f"engine takes it")
     served = {name for c in self.hooks.components for name in getattr(c, 'params_fields', ())}
-    for f in dataclasses.fields(params):      # a later chapter's field, set: some part must serve it
-        if f.name not in BASE_PARAMS and getattr(params, f.name) != f.default and f.name not in served:
-            raise ValueError(f"sampling parameter {f.name!r} is set, but no part of this engine "
-                             f"serves it")
+    for f in dataclasses.fields(params):      # a later chapter's field, if set, needs its part
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        if f.name in BASE_PARAMS or f.name in served or getattr(params, f.name) == default: continue
+        raise ValueError(f"sampling parameter {f.name!r} is set, but no part of this engine serves it")
     for c in self.hooks.components:
         if hasattr(c, 'check_request'): c.check_request(params, **mine[id(c)])
     return text, ids, max_tokens, mine

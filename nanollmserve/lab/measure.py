@@ -1880,7 +1880,7 @@ W1_ENGINES = {'triton + CUDA graphs': dict(attention_backend='triton'),
 def w1_systems(model: str | None = None, num_requests: int = 256, lengths=(100, 512),
                hf_batch_size: int = 64, device: str = 'cuda', dtype: str = 'bfloat16',
                repeats: int = 1) -> list[dict]:
-    "W1 through the engine three ways (two off CUDA) and transformers' static batches: output tok/s."
+    "W1 through the engine three ways (two off CUDA) and through transformers: output tok/s."
     import gc
     from nanollmserve.lab.measure import engine_runner, hf_runner, w1_workload
     from nanollmserve.loader import load_config, resolve_model_path
