@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'SPEC_COUNTS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'untrained_like', 'help_openings', 'NUMBER_AFTER_KEY', 'json_validity', 'number_report', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'RATE_PANELS', 'SYSTEM_COLORS', 'rate_label', 'load_figure', 'load_still', 'SPEC_COUNTS', 'RUN_COLORS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'acceptance_figure', 'acceptance_still', 'untrained_like', 'help_openings', 'NUMBER_AFTER_KEY', 'json_validity', 'number_report', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -1019,6 +1019,62 @@ def rss_mib(pid='self') -> float:
         if line.startswith('VmRSS:'): return int(line.split()[1]) / 1024
     raise ValueError(f"no VmRSS for process {pid}")
 
+# %% ../../nbs/10a_serving_benchmark.ipynb #lat10a02
+import math
+RATE_PANELS = (('time to first token', 'ms', (('median_ttft_ms', 'median TTFT'),
+                                              ('p99_ttft_ms', 'p99 TTFT'))),
+               ('time per output token', 'ms', (('median_tpot_ms', 'median TPOT'),
+                                                ('p99_itl_ms', 'p99 ITL'))),
+               ('output throughput', 'tokens/s', (('output_throughput', 'output'),)))
+SYSTEM_COLORS = ('#1f77b4', '#6c757d', '#ff7f0e', '#2ca02c')
+
+def rate_label(rate: float) -> str:
+    "A request rate as the figures write it."
+    return 'all at once' if math.isinf(rate) else f'{rate:g}'
+
+def load_figure(sweeps: dict, rates: list):
+    "Each panel of `RATE_PANELS` against request rate, a colour per server ({name: {rate: summary}})."
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    xs = [rate_label(r) for r in rates]
+    fig = make_subplots(rows=1, cols=len(RATE_PANELS), horizontal_spacing=0.08,
+                        subplot_titles=[title for title, *_ in RATE_PANELS])
+    for i, (name, rows) in enumerate(sweeps.items()):
+        for col, (title, unit, series) in enumerate(RATE_PANELS, 1):
+            for j, (key, what) in enumerate(series):
+                ys = [rows[r][key] for r in rates]
+                text = [f"{name}, {'rate ' + x + ' req/s' if x[0].isdigit() else x}: {what} "
+                        f"{y:,.1f} {unit}" for x, y in zip(xs, ys)]
+                fig.add_trace(go.Scatter(
+                    x=xs, y=ys, name=name, legendgroup=name, showlegend=col == 1 and j == 0,
+                    mode='lines+markers', hovertext=text, hoverinfo='text',
+                    line=dict(color=SYSTEM_COLORS[i % len(SYSTEM_COLORS)],
+                              dash='dash' if j else 'solid')), row=1, col=col)
+            fig.update_yaxes(title_text=unit, type='log' if unit == 'ms' else 'linear', row=1, col=col)
+            fig.update_xaxes(title_text='request rate (req/s)', type='category', row=1, col=col)
+    fig.update_layout(height=380, plot_bgcolor='white', margin=dict(l=50, r=10, t=40, b=40),
+                      legend=dict(orientation='h', y=-0.25), hovermode='closest')
+    return fig
+
+
+# %% ../../nbs/10a_serving_benchmark.ipynb #lat10a03
+def load_still(sweeps: dict, rates: list):
+    "`load_figure` as a matplotlib figure: solid lines the medians (or throughput), dashed the p99."
+    import matplotlib.pyplot as plt
+    xs = [rate_label(r) for r in rates]
+    fig, axes = plt.subplots(1, len(RATE_PANELS), figsize=(13, 3.6))
+    for i, (name, rows) in enumerate(sweeps.items()):
+        for ax, (title, unit, series) in zip(axes, RATE_PANELS):
+            for j, (key, what) in enumerate(series):
+                ax.plot(xs, [rows[r][key] for r in rates], 'o-' if j == 0 else 's--',
+                        color=SYSTEM_COLORS[i % len(SYSTEM_COLORS)], label=f'{name} {what}')
+    for ax, (title, unit, _) in zip(axes, RATE_PANELS):
+        ax.set(title=title, ylabel=unit + (' (log)' if unit == 'ms' else ''),
+               yscale='log' if unit == 'ms' else 'linear', xlabel='request rate (req/s)')
+        ax.grid(alpha=0.3); ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
 # %% ../../nbs/12_spec_decode.ipynb #lab2f1b06
 import statistics
 from ..default_model import device_sync
@@ -1098,6 +1154,74 @@ def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=
                  for r in compare_spec(model, prompts[:max(b, least)], params, configs, repeats,
                                        max_num_seqs=b, **engine_args)]
     return pd.DataFrame(rows)
+
+# %% ../../nbs/12_spec_decode.ipynb #acc12a02
+RUN_COLORS = ('#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b')
+
+def acceptance_figure(sweeps: dict, batch: int = 1):
+    "Acceptance by position for the slider's `k`, and mean acceptance length against `k`."
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    runs = {', '.join(name): df[(df.batch == batch) & (df.k > 0)].set_index('k')
+            for name, df in sweeps.items()}
+    ks = sorted(set.intersection(*[set(t.index) for t in runs.values()]))
+    color = dict(zip(runs, RUN_COLORS))
+    def by_position(k):                          # one trace per run: the shares at positions 1..k
+        return [go.Scatter(x=list(range(1, k + 1)), y=t.per_pos[k], name=n, legendgroup=n,
+                           mode='lines+markers', line_color=color[n], hoverinfo='text',
+                           hovertext=[f'{n}, k = {k}: position {j} accepted in {y:.0%} of steps'
+                                      for j, y in enumerate(t.per_pos[k], 1)])
+                for n, t in runs.items()]
+    def marked(k):                               # the slider's k on each run's length curve
+        return [go.Scatter(x=[k], y=[t.mean_length[k]], legendgroup=n, showlegend=False,
+                           mode='markers', marker=dict(size=13, color=color[n], symbol='circle-open'),
+                           hoverinfo='skip') for n, t in runs.items()]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=('acceptance by position',
+                                                        'mean acceptance length'))
+    for tr in by_position(ks[-1]): fig.add_trace(tr, row=1, col=1)
+    for tr in marked(ks[-1]): fig.add_trace(tr, row=1, col=2)
+    for n, t in runs.items():
+        fig.add_trace(go.Scatter(x=list(t.index), y=list(t.mean_length), legendgroup=n,
+                                 showlegend=False, mode='lines+markers', line_color=color[n],
+                                 hovertext=[f'{n}, k = {k}: {y:.2f} tokens a step'
+                                            for k, y in t.mean_length.items()],
+                                 hoverinfo='text'), row=1, col=2)
+    fig.add_trace(go.Scatter(x=[0, ks[-1]], y=[1, ks[-1] + 1], name='every draft accepted',
+                             mode='lines', line=dict(dash='dot', color='grey')), row=1, col=2)
+    traces = list(range(2 * len(runs)))
+    fig.frames = [go.Frame(name=str(k), data=by_position(k) + marked(k), traces=traces)
+                  for k in ks]
+    step = lambda k: dict(label=str(k), method='animate', args=[[str(k)], dict(
+        mode='immediate', frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
+    fig.update_xaxes(title_text='position in the draft', range=[0.5, ks[-1] + 0.5], row=1, col=1)
+    fig.update_yaxes(title_text='accepted (share of steps)', range=[0, 1.05], row=1, col=1)
+    fig.update_xaxes(title_text='k', row=1, col=2)
+    fig.update_yaxes(title_text='tokens per step', row=1, col=2)
+    fig.update_layout(height=440, plot_bgcolor='white', margin=dict(l=50, r=10, t=40, b=40),
+                      legend=dict(orientation='h', y=-0.5), sliders=[dict(
+                          active=len(ks) - 1, currentvalue=dict(prefix='k = '), y=-0.18,
+                          steps=[step(k) for k in ks])])
+    return fig
+
+
+# %% ../../nbs/12_spec_decode.ipynb #acc12a03
+def acceptance_still(sweeps: dict, k: int = 8, batch: int = 1):
+    "`acceptance_figure` at one `k`, as a matplotlib figure."
+    import matplotlib.pyplot as plt
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for (name, df), color in zip(sweeps.items(), RUN_COLORS):
+        t = df[(df.batch == batch) & (df.k > 0)].set_index('k')
+        label = ', '.join(name)
+        ax1.plot(range(1, k + 1), t.per_pos[k], marker='o', color=color, label=label)
+        ax2.plot(t.index, t.mean_length, marker='o', color=color, label=label)
+        ax2.plot([k], [t.mean_length[k]], 'o', ms=12, mfc='none', color=color)
+    ax2.plot([0, k], [1, k + 1], ls=':', c='grey', label='every draft accepted')
+    ax1.set(xlabel='position in the draft', ylabel='accepted (share of steps)', ylim=(0, 1.05),
+            title=f'acceptance by position (k = {k})')
+    ax2.set(xlabel='k', ylabel='tokens per step', title='mean acceptance length')
+    ax2.legend(fontsize=8); fig.tight_layout()
+    return fig
+
 
 # %% ../../nbs/12_spec_decode.ipynb #70f3c3e1
 def untrained_like(model: str, dest: Path, seed: int = 0) -> Path:
