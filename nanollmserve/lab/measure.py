@@ -960,6 +960,7 @@ def fuzz_server(url: str, n: int = 1500, spec: dict | None = None, timeout: floa
     bodies = {p: body_bytes(request_schema(ops['post'], spec), spec)
               for p, ops in spec['paths'].items() if 'requestBody' in ops.get('post', {})}
     statuses, problems = collections.Counter(), []
+    by_endpoint = collections.defaultdict(collections.Counter)
     with httpx.Client(base_url=url, timeout=timeout) as http:
         def send(path: str, body: bytes):
             try:
@@ -968,7 +969,7 @@ def fuzz_server(url: str, n: int = 1500, spec: dict | None = None, timeout: floa
                 problem = answer_problem(r.status_code, r.headers.get('content-type', ''), r.text)
             except httpx.TimeoutException: status = problem = 'no answer'
             except httpx.HTTPError as e: status, problem = 'dropped', f"dropped: {type(e).__name__}"
-            statuses[status] += 1
+            statuses[status] += 1; by_endpoint[path][status] += 1
             if problem: problems.append((path, body[:120], problem))
         for path in bodies:
             for body in EDGE_BODIES.values(): send(path, body)
@@ -981,6 +982,7 @@ def fuzz_server(url: str, n: int = 1500, spec: dict | None = None, timeout: floa
             send(path, data.draw(bodies[path]))
         generated()
     return {'requests': sum(statuses.values()), 'statuses': dict(sorted(statuses.items())),
+            'by_endpoint': {p: dict(sorted(c.items())) for p, c in sorted(by_endpoint.items())},
             'problems': problems}
 
 # %% ../../nbs/09a_server.ipynb #b405b329
