@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'RATE_PANELS', 'SYSTEM_COLORS', 'rate_label', 'load_figure', 'load_still', 'SPEC_COUNTS', 'RUN_COLORS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'acceptance_figure', 'acceptance_still', 'untrained_like', 'help_openings', 'NUMBER_AFTER_KEY', 'json_validity', 'number_report', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'RATE_PANELS', 'SYSTEM_COLORS', 'rate_label', 'load_figure', 'load_still', 'SPEC_COUNTS', 'RUN_COLORS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'acceptance_runs', 'acceptance_traces', 'acceptance_figure', 'acceptance_still', 'untrained_like', 'help_openings', 'NUMBER_AFTER_KEY', 'json_validity', 'number_report', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -1160,39 +1160,47 @@ def sweep_k(model: str, prompts, params, method: dict, ks=(1, 2, 4, 8), batches=
 # %% ../../nbs/12_spec_decode.ipynb #acc12a02
 RUN_COLORS = ('#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b')
 
+def acceptance_runs(sweeps: dict, batch: int = 1) -> dict:
+    "`sweep_k`'s tables at one batch size, speculation on: {'workload, method': table by k}."
+    return {', '.join(name): df[(df.batch == batch) & (df.k > 0)].set_index('k')
+            for name, df in sweeps.items()}
+
+def acceptance_traces(runs: dict, k: int) -> list:
+    "For each run: its shares at positions 1..k, then the slider's `k` marked on its length curve."
+    import plotly.graph_objects as go
+    color = dict(zip(runs, RUN_COLORS))
+    shares = [go.Scatter(x=list(range(1, k + 1)), y=t.per_pos[k], name=n, legendgroup=n,
+                         mode='lines+markers', line_color=color[n], hoverinfo='text',
+                         hovertext=[f'{n}, k = {k}: position {j} accepted in {y:.0%} of steps'
+                                    for j, y in enumerate(t.per_pos[k], 1)])
+              for n, t in runs.items()]
+    marks = [go.Scatter(x=[k], y=[t.mean_length[k]], legendgroup=n, showlegend=False,
+                        mode='markers', marker=dict(size=13, color=color[n], symbol='circle-open'),
+                        hoverinfo='skip') for n, t in runs.items()]
+    return shares + marks
+
+
+# %% ../../nbs/12_spec_decode.ipynb #acc12a06
 def acceptance_figure(sweeps: dict, batch: int = 1):
     "Acceptance by position for the slider's `k`, and mean acceptance length against `k`."
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
-    runs = {', '.join(name): df[(df.batch == batch) & (df.k > 0)].set_index('k')
-            for name, df in sweeps.items()}
+    runs = acceptance_runs(sweeps, batch)
     ks = sorted(set.intersection(*[set(t.index) for t in runs.values()]))
-    color = dict(zip(runs, RUN_COLORS))
-    def by_position(k):                          # one trace per run: the shares at positions 1..k
-        return [go.Scatter(x=list(range(1, k + 1)), y=t.per_pos[k], name=n, legendgroup=n,
-                           mode='lines+markers', line_color=color[n], hoverinfo='text',
-                           hovertext=[f'{n}, k = {k}: position {j} accepted in {y:.0%} of steps'
-                                      for j, y in enumerate(t.per_pos[k], 1)])
-                for n, t in runs.items()]
-    def marked(k):                               # the slider's k on each run's length curve
-        return [go.Scatter(x=[k], y=[t.mean_length[k]], legendgroup=n, showlegend=False,
-                           mode='markers', marker=dict(size=13, color=color[n], symbol='circle-open'),
-                           hoverinfo='skip') for n, t in runs.items()]
     fig = make_subplots(rows=1, cols=2, subplot_titles=('acceptance by position',
                                                         'mean acceptance length'))
-    for tr in by_position(ks[-1]): fig.add_trace(tr, row=1, col=1)
-    for tr in marked(ks[-1]): fig.add_trace(tr, row=1, col=2)
+    for j, tr in enumerate(acceptance_traces(runs, ks[-1])):
+        fig.add_trace(tr, row=1, col=1 if j < len(runs) else 2)
     for n, t in runs.items():
         fig.add_trace(go.Scatter(x=list(t.index), y=list(t.mean_length), legendgroup=n,
-                                 showlegend=False, mode='lines+markers', line_color=color[n],
+                                 showlegend=False, mode='lines+markers',
+                                 line_color=dict(zip(runs, RUN_COLORS))[n], hoverinfo='text',
                                  hovertext=[f'{n}, k = {k}: {y:.2f} tokens a step'
-                                            for k, y in t.mean_length.items()],
-                                 hoverinfo='text'), row=1, col=2)
+                                            for k, y in t.mean_length.items()]), row=1, col=2)
     fig.add_trace(go.Scatter(x=[0, ks[-1]], y=[1, ks[-1] + 1], name='every draft accepted',
                              mode='lines', line=dict(dash='dot', color='grey')), row=1, col=2)
-    traces = list(range(2 * len(runs)))
-    fig.frames = [go.Frame(name=str(k), data=by_position(k) + marked(k), traces=traces)
-                  for k in ks]
+    fig.frames = [go.Frame(name=str(k), data=acceptance_traces(runs, k),
+                           traces=list(range(2 * len(runs)))) for k in ks]
     step = lambda k: dict(label=str(k), method='animate', args=[[str(k)], dict(
         mode='immediate', frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
     fig.update_xaxes(title_text='position in the draft', range=[0.5, ks[-1] + 0.5], row=1, col=1)
