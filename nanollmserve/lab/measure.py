@@ -1903,7 +1903,11 @@ def tp_footprint(model, tp: int, batches=(1, 16), threads: int = 2) -> dict:
     "Decode profiles of `model` over `tp` ranks (this process is rank 0) and each rank's memory."
     from nanollmserve.distributed import TPExecutor
     torch.set_num_threads(threads)
-    from nanollmserve import LLMEngine              # the package's engine: every chapter's parts
+    import importlib
+    from nanollmserve import PART_MODULES
+    from nanollmserve.engine import LLMEngine
+    for name in PART_MODULES[:PART_MODULES.index('distributed') + 1]:   # the parts of chapters 6-16
+        importlib.import_module(f'nanollmserve.{name}')
     engine = LLMEngine(str(model), tensor_parallel_size=tp, max_model_len=256, num_kv_blocks=64,
                        block_size=16)
     try:
