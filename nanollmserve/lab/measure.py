@@ -1022,7 +1022,6 @@ def rss_mib(pid='self') -> float:
     raise ValueError(f"no VmRSS for process {pid}")
 
 # %% ../../nbs/10a_serving_benchmark.ipynb #lat10a02
-import math
 RATE_PANELS = (('time to first token', 'ms', (('median_ttft_ms', 'median TTFT'),
                                               ('p99_ttft_ms', 'p99 TTFT'))),
                ('time per output token', 'ms', (('median_tpot_ms', 'median TPOT'),
@@ -1187,6 +1186,7 @@ def acceptance_figure(sweeps: dict, batch: int = 1):
     from plotly.subplots import make_subplots
     runs = acceptance_runs(sweeps, batch)
     ks = sorted(set.intersection(*[set(t.index) for t in runs.values()]))
+    color = dict(zip(runs, RUN_COLORS))
     fig = make_subplots(rows=1, cols=2, subplot_titles=('acceptance by position',
                                                         'mean acceptance length'))
     for j, tr in enumerate(acceptance_traces(runs, ks[-1])):
@@ -1194,7 +1194,7 @@ def acceptance_figure(sweeps: dict, batch: int = 1):
     for n, t in runs.items():
         fig.add_trace(go.Scatter(x=list(t.index), y=list(t.mean_length), legendgroup=n,
                                  showlegend=False, mode='lines+markers',
-                                 line_color=dict(zip(runs, RUN_COLORS))[n], hoverinfo='text',
+                                 line_color=color[n], hoverinfo='text',
                                  hovertext=[f'{n}, k = {k}: {y:.2f} tokens a step'
                                             for k, y in t.mean_length.items()]), row=1, col=2)
     fig.add_trace(go.Scatter(x=[0, ks[-1]], y=[1, ks[-1] + 1], name='every draft accepted',
@@ -1219,9 +1219,7 @@ def acceptance_still(sweeps: dict, k: int = 8, batch: int = 1):
     "`acceptance_figure` at one `k`, as a matplotlib figure."
     import matplotlib.pyplot as plt
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
-    for (name, df), color in zip(sweeps.items(), RUN_COLORS):
-        t = df[(df.batch == batch) & (df.k > 0)].set_index('k')
-        label = ', '.join(name)
+    for (label, t), color in zip(acceptance_runs(sweeps, batch).items(), RUN_COLORS):
         ax1.plot(range(1, k + 1), t.per_pos[k], marker='o', color=color, label=label)
         ax2.plot(t.index, t.mean_length, marker='o', color=color, label=label)
         ax2.plot([k], [t.mean_length[k]], 'o', ms=12, mfc='none', color=color)
