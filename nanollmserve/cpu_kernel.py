@@ -67,7 +67,7 @@ EXP_SOURCE = r'''
 #define INLINE static inline __attribute__((always_inline))
 
 /* exp(x) for x <= 0 (scores minus their maximum), Cephes-style: x = n ln2 + r, exp(x) = 2^n p(r).
-   Unlike libm's expf it vectorises. Below -87 it returns ~1e-38, not 0. */
+   Inline and free of calls, unlike libm's expf. Below -87 it returns ~1e-38, not 0. */
 INLINE float exp_nonpos(float x) {
     x = x < -87.0f ? -87.0f : x;
     const float n = floorf(x * 1.44269504088896341f + 0.5f);
