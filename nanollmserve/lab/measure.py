@@ -20,7 +20,7 @@ from ..generate import TextGenerator
 from ..sampling import SamplingParams
 
 # %% auto #0
-__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'RATE_PANELS', 'SYSTEM_COLORS', 'rate_label', 'load_figure', 'load_still', 'SPEC_COUNTS', 'RUN_COLORS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'acceptance_runs', 'acceptance_traces', 'acceptance_figure', 'acceptance_still', 'untrained_like', 'help_openings', 'NUMBER_AFTER_KEY', 'json_validity', 'number_report', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
+__all__ = ['replay', 'pct', 'summarize', 'Workload', 'w1_workload', 'greedy_params', 'fresh_engine', 'static_replay', 'compare_static_continuous', 'Later', 'kv_usage', 'SeqsPerStep', 'cache_bytes', 'compare_same_memory', 'VLLM_PYTHON', 'VLLM_DRIVER', 'vectorizer_report', 'random_paged_cache', 'time_decode_attention', 'engine_runner', 'llm_runner', 'hf_runner', 'time_vllm', 'compare_throughput', 'ratio_with_range', 'throughput_report', 'time_split', 'quiet_stderr', 'operator_table', 'step_profiles', 'time_small_ops', 'REQUEST_COLORS', 'SHARED_COLOR', 'CACHED_COLOR', 'EMPTY_COLOR', 'FIGURE_HTML', 'StepTrace', 'record_steps', 'step_title', 'request_colors', 'block_colors', 'block_figure', 'blocks_still', 'InteractiveFigure', 'time_prefill', 'shared_prefix_workload', 'compare_prefix_caching', 'schedule_figure', 'schedule_still', 'poisson_arrivals', 'mixed_workload', 'compare_chunking', 'serve_clients', 'EDGE_INTS', 'EDGE_BODIES', 'json_values', 'schema_values', 'object_values', 'body_bytes', 'answer_problem', 'request_schema', 'fuzz_server', 'overload', 'rss_mib', 'RATE_PANELS', 'SYSTEM_COLORS', 'rate_label', 'load_figure', 'load_still', 'SPEC_COUNTS', 'RUN_COLORS', 'verify_step_ms', 'spec_run', 'compare_spec', 'sweep_k', 'acceptance_runs', 'acceptance_traces', 'acceptance_figure', 'acceptance_still', 'untrained_like', 'help_openings', 'NUMBER_AFTER_KEY', 'json_validity', 'number_report', 'grammar_compile_times', 'decode_step_times', 'mask_step_times', 'constrained_throughput', 'LORA', 'peft_model', 'peft_greedy', 'stdlib_code', 'grammar_rules', 'train_adapter', 'save_adapter', 'median_ms', 'lora_shape_times', 'merge_adapter', 'compare_lora_throughput', 'adapter_rank', 'lora_memory', 'slot_bytes', 'weight_bytes', 'QUANT', 'MATMULS', 'VARIANTS', 'decode_matmul_shapes', 'relative_error', 'chain_times', 'qwen3_06b_config', 'chain_table', 'quant_kernels_with', 'plain_greedy', 'rounded_checkpoint', 'held_out_windows', 'score_windows', 'weight_variants', 'quality_table', 'proc_memory_mib', 'decode_tpot', 'footprint', 'footprint_in_process', 'read_bandwidth', 'DIST', 'GPU', 'LINKS', 'LLAMA_70B', 'shm_round_trip', 'attach_shm', 'comm_bench', 'comm_bench_worker', 'decode_plan', 'measure_comm', 'decode_profile', 'tp_footprint', 'tp_footprint_in_process', 'comm_ms_per_step', 'footprint_table', 'layer_params', 'allreduce_seconds', 'tp_arithmetic', 'gather_cost', 'W1_ENGINES', 'w1_systems', 'BOOK_ENGINES', 'weight_read_floor', 'decode_ms', 'matmul_chain_ms', 'compare_decode_ms', 'over_floor', 'w1_chapter_run', 'w1_by_chapter', 'compare_proposers', 'stack_tpots', 'TimedSampler', 'sampler_ms', 'compare_sampler_ms', 'share']
 
 # %% ../../nbs/05b_replay.ipynb #100434dc
 def replay(engine, workload: list[dict]) -> list[dict]:
@@ -2096,6 +2096,42 @@ def over_floor(ms: list[float], floors: list[float]) -> str:
     "'1.45x (1.30-1.62)': the median and extremes of each run's time over its round's floor."
     r = sorted(m / f for m, f in zip(ms, floors))
     return f"{statistics.median(r):.2f}x ({r[0]:.2f}-{r[-1]:.2f})"
+
+# %% ../../nbs/18_small_m_matmul.ipynb #w1book02
+BOOK_ENGINES = {'5a: rows': None, '6: paged blocks': 'kv_cache', '6a: CPU kernel': 'cpu_kernel',
+                '6b: fused operations': 'fused_ops', '7: prefix cache': 'prefix_cache',
+                '8: chunked prefill': 'chunked_prefill', '18: C step (every part)': 'sampler_kernel'}
+
+def w1_chapter_run(last_part: str | None, num_requests: int = 64, lengths=(100, 512)) -> dict:
+    "W1 through the engine with the parts up to `last_part` (a module of `PART_MODULES`), here."
+    import importlib
+    from nanollmserve import PART_MODULES
+    from nanollmserve.engine import part_modules
+    from nanollmserve.loader import load_config, resolve_model_path
+    upto = PART_MODULES[:PART_MODULES.index(last_part) + 1] if last_part else ()
+    for name in upto: importlib.import_module(f'nanollmserve.{name}')
+    path = str(resolve_model_path('nanollmserve-tiny-qwen3'))
+    llm = LLM(path)
+    tokens, seconds = llm_runner(llm, w1_workload(load_config(path).vocab_size, num_requests,
+                                                  lengths))()
+    cache, runner = llm.engine.cache, llm.engine.runner
+    return dict(tok_s=tokens / seconds, parts=[m.rsplit('.', 1)[-1] for m in part_modules()],
+                cache=' '.join(filter(None, (type(cache).__name__, getattr(cache, 'backend', None)))),
+                components=[type(c).__name__ for c in runner.hooks.components])
+
+def w1_by_chapter(engines: dict, rounds: int = 3, **w1) -> dict:
+    "{engine: {'tok_s': [one per round], 'parts', 'cache', 'components'}}: fresh processes, in turns."
+    import json
+    out = {name: dict(tok_s=[]) for name in engines}
+    for _ in range(rounds):
+        for name, last in engines.items():
+            code = ("import json; from nanollmserve.lab.measure import w1_chapter_run; "
+                    f"print(json.dumps(w1_chapter_run({last!r}, **{w1!r})))")
+            run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+            if run.returncode: raise RuntimeError(f"{name}: {run.stderr[-2000:]}")
+            got = json.loads(run.stdout.strip().splitlines()[-1])
+            out[name]['tok_s'].append(got.pop('tok_s')); out[name] |= got
+    return out
 
 # %% ../../nbs/18_small_m_matmul.ipynb #12a61f30
 def compare_proposers(model: str, prompts, params, draft: dict, ks=(1, 2, 4), repeats: int = 5,
