@@ -14,7 +14,7 @@ from nanollmserve.generate import TextGenerator, time_generation
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--model', default=None, help='checkpoint directory or Hub id (default: embedded tiny model)')
+    ap.add_argument('--model', default=None, help='checkpoint directory or Hub id (default: the packaged demo model)')
     ap.add_argument('--lengths', type=int, nargs='+', default=[16, 64, 256, 1024])
     ap.add_argument('--max-tokens', type=int, default=16)
     ap.add_argument('--repeats', type=int, default=2)
@@ -26,7 +26,7 @@ def main():
     gen = TextGenerator.from_pretrained(args.model, dtype=args.dtype, device=args.device)
     rows = time_generation(gen, args.lengths, max_tokens=args.max_tokens, repeats=args.repeats)
     by = {(r['prompt_len'], r['loop']): r for r in rows}
-    print(f"model: {args.model or 'embedded default (random weights)'}  device: {args.device}  "
+    print(f"model: {args.model or 'nanollmserve-demo (the packaged default)'}  device: {args.device}  "
           f"max_tokens: {args.max_tokens}  best of {args.repeats}")
     print(f"{'prompt':>7} {'naive TPOT ms':>14} {'kv TPOT ms':>11} {'TPOT ratio':>11} {'naive TTFT ms':>14} {'kv TTFT ms':>11}")
     for n in args.lengths:
