@@ -19,9 +19,10 @@ PART_MODULES = ('kv_cache', 'cpu_kernel', 'fused_ops', 'prefix_cache', 'chunked_
                 'spec_decode', 'structured_output', 'lora', 'quantization', 'distributed', 'gpu',
                 'small_m', 'sampler_kernel')
 
-def load_parts() -> None:
-    "Import every module of `PART_MODULES`: engines built afterwards have every chapter's parts."
-    for name in PART_MODULES: _importlib.import_module(f'nanollmserve.{name}')
+def load_parts(upto: str | None = None) -> None:
+    "Import `PART_MODULES` (up to `upto`, if given): engines built afterwards have their parts."
+    for name in PART_MODULES[:PART_MODULES.index(upto) + 1 if upto else None]:
+        _importlib.import_module(f'nanollmserve.{name}')
 
 _FACE = dict(LLM='engine', LLMEngine='engine', EngineArgs='engine', RequestOutput='engine',
              CompletionOutput='engine', SamplingParams='structured_output',

@@ -1901,11 +1901,9 @@ def tp_footprint(model, tp: int, batches=(1, 16), threads: int = 2) -> dict:
     "Decode profiles of `model` over `tp` ranks (this process is rank 0) and each rank's memory."
     from nanollmserve.distributed import TPExecutor
     torch.set_num_threads(threads)
-    import importlib
-    from nanollmserve import PART_MODULES
+    from nanollmserve import load_parts
     from nanollmserve.engine import LLMEngine
-    for name in PART_MODULES[:PART_MODULES.index('distributed') + 1]:   # the parts of chapters 6-16
-        importlib.import_module(f'nanollmserve.{name}')
+    load_parts('distributed')                               # the parts of chapters 6-16
     engine = LLMEngine(str(model), tensor_parallel_size=tp, max_model_len=256, num_kv_blocks=64,
                        block_size=16)
     try:
@@ -2104,12 +2102,10 @@ BOOK_ENGINES = {'5a: rows': None, '6: paged blocks': 'kv_cache', '6a: CPU kernel
 
 def w1_chapter_run(last_part: str | None, num_requests: int = 64, lengths=(100, 512)) -> dict:
     "W1 through the engine with the parts up to `last_part` (a module of `PART_MODULES`), here."
-    import importlib
-    from nanollmserve import PART_MODULES
+    from nanollmserve import load_parts
     from nanollmserve.engine import part_modules
     from nanollmserve.loader import load_config, resolve_model_path
-    upto = PART_MODULES[:PART_MODULES.index(last_part) + 1] if last_part else ()
-    for name in upto: importlib.import_module(f'nanollmserve.{name}')
+    if last_part: load_parts(last_part)
     path = str(resolve_model_path('nanollmserve-tiny-qwen3'))
     llm = LLM(path)
     tokens, seconds = llm_runner(llm, w1_workload(load_config(path).vocab_size, num_requests,
